@@ -1,0 +1,73 @@
+# eventlake: `make demo` and `make test` set everything up on a fresh machine.
+# Set-up is incremental: the venv and the jars are rebuilt only when pyproject.toml
+# or infra/pom.xml change.
+
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+EVENTLAKE := $(VENV)/bin/eventlake
+MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
+DEMO_TOPIC ?= demo.orders
+
+.PHONY: help setup system-packages venv jars demo test lint test-faults clean stop
+
+help:
+	@echo "make demo   - set up, start the local broker, produce samples, ingest, query"
+	@echo "make test   - set up, then run the whole test suite (lint included)"
+	@echo "make lint   - ruff and mypy"
+	@echo "make stop   - stop the local broker"
+	@echo "make clean  - remove var/ (warehouse, broker data)"
+
+setup: system-packages venv jars
+
+# Debian tools the tests use: docker-compose validates docker-compose.yml, kcat is an
+# independent Kafka client.
+system-packages:
+	@if ! command -v docker-compose >/dev/null || ! command -v kcat >/dev/null; then \
+	  echo "installing Debian packages docker-compose and kcat"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose kcat >/dev/null; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
+
+jars: infra/jars/.fetched
+
+infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
+	rm -rf infra/jars
+	$(MVN) -P spark dependency:copy-dependencies -DoutputDirectory=jars/spark
+	$(MVN) -P kafka dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/kafka
+	@touch $@
+
+demo: setup
+	$(EVENTLAKE) broker start
+	$(EVENTLAKE) samples --topic $(DEMO_TOPIC) --count 500
+	$(EVENTLAKE) ingest --topic $(DEMO_TOPIC)
+	$(EVENTLAKE) query "SELECT content_mode, type, count(*) AS events FROM events GROUP BY content_mode, type ORDER BY content_mode, type"
+	$(EVENTLAKE) query "SELECT reason, count(*) AS records FROM rejects GROUP BY reason ORDER BY reason"
+	@echo "Tables are under var/warehouse. Stop the broker with: make stop"
+
+lint: venv
+	$(VENV)/bin/ruff check lib jobs dags tests
+	$(VENV)/bin/mypy
+
+test: setup lint
+	$(VENV)/bin/pytest -m "not faults and not bench"
+
+test-faults: setup
+	$(VENV)/bin/pytest -m faults
+
+stop: venv
+	$(EVENTLAKE) broker stop
+
+clean:
+	-$(EVENTLAKE) broker stop
+	rm -rf var

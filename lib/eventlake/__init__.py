@@ -1,0 +1,3 @@
+"""eventlake: land CloudEvents from Kafka in Delta Lake tables."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,443 @@
+"""The CloudEvents Kafka protocol binding (v1.0.3), as Spark column expressions.
+
+This module is the one place that holds the binding's rules for a receiver:
+
+* content mode (3): a ``content-type`` header starting with ``application/cloudevents``
+  means structured mode, anything else binary mode. ce_ headers on a structured record
+  do not make it binary (3.3.3).
+* structured mode (3.3): only the JSON event format (1.4) is decoded; another format or
+  the batch media type is a reject (the raw record stays in the rejects table).
+* binary mode (3.2): attributes from ``ce_`` headers with UTF-8 keys and values,
+  ``content-type`` is ``datacontenttype``, the record value is the data as-is; no value
+  means an event with no data (a tombstone on a compacted topic, 3.2.2).
+* validation: required attributes present and non-empty, specversion 1.0, RFC 3339
+  time, attribute names of lowercase letters and digits. Nothing is defaulted.
+
+Everything runs inside Spark's JVM (higher-order functions, VARIANT JSON parsing): no
+per-record Python. Every input row gets either a null ``reject_reason`` (a valid event)
+or one of the stable codes in :class:`RejectReason`.
+
+Example:
+    >>> raw = spark.read.format("kafka").option("includeHeaders", "true")...load()
+    >>> decoded = decode_records(raw)
+    >>> events, rejects = to_events(decoded), to_rejects(decoded)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+CE_PREFIX: Final = "ce_"
+CONTENT_TYPE_HEADER: Final = "content-type"
+CLOUDEVENTS_MEDIA_PREFIX: Final = "application/cloudevents"
+JSON_FORMAT_MEDIA_TYPE: Final = "application/cloudevents+json"
+BATCH_MEDIA_PREFIX: Final = "application/cloudevents-batch"
+SPEC_VERSION: Final = "1.0"
+
+REQUIRED_ATTRIBUTES: Final = ("id", "source", "specversion", "type")
+OPTIONAL_ATTRIBUTES: Final = ("datacontenttype", "dataschema", "subject", "time")
+CONTEXT_ATTRIBUTES: Final = REQUIRED_ATTRIBUTES + OPTIONAL_ATTRIBUTES
+#: Members of a JSON-format event that carry the data rather than an attribute.
+DATA_MEMBERS: Final = ("data", "data_base64")
+
+ATTRIBUTE_NAME_PATTERN: Final = "^[a-z0-9]+$"
+RFC3339_PATTERN: Final = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+#: Longest detail text stored with a reject; hostile records can have huge names.
+DETAIL_MAX_CHARS: Final = 500
+
+CONTENT_MODE_BINARY: Final = "binary"
+CONTENT_MODE_STRUCTURED: Final = "structured"
+
+
+class RejectReason(StrEnum):
+    """Stable, machine-readable reasons a Kafka record is not a valid CloudEvent."""
+
+    PLAIN_TOMBSTONE = "plain_tombstone"
+    UNSUPPORTED_BATCH_MODE = "unsupported_batch_mode"
+    UNSUPPORTED_EVENT_FORMAT = "unsupported_event_format"
+    INVALID_HEADER_ENCODING = "invalid_header_encoding"
+    DUPLICATE_HEADER = "duplicate_header"
+    MALFORMED_JSON = "malformed_json"
+    INVALID_ATTRIBUTE_NAME = "invalid_attribute_name"
+    INVALID_ATTRIBUTE_TYPE = "invalid_attribute_type"
+    NOT_A_CLOUDEVENT = "not_a_cloudevent"
+    MISSING_REQUIRED_ATTRIBUTE = "missing_required_attribute"
+    EMPTY_REQUIRED_ATTRIBUTE = "empty_required_attribute"
+    UNSUPPORTED_SPECVERSION = "unsupported_specversion"
+    INVALID_TIME = "invalid_time"
+    DATA_AND_DATA_BASE64 = "data_and_data_base64"
+    INVALID_DATA_BASE64 = "invalid_data_base64"
+    CONFLICTING_DATACONTENTTYPE = "conflicting_datacontenttype"
+
+
+EVENT_COLUMNS: Final = (
+    "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject",
+    "time", "data", "extensions", "content_mode",
+    "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
+    "ingested_at",
+)
+REJECT_COLUMNS: Final = (
+    "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
+    "kafka_key", "kafka_value", "kafka_headers", "reason", "detail", "ingested_at",
+)
+
+_HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
+
+
+def _sql_list(names: tuple[str, ...]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
+
+def _binary_attribute(name: str) -> Column:
+    """Value of the ce_<name> header as a string, null when the header is absent."""
+    return F.expr(
+        f"cast(try_element_at(filter(_ce_headers, h -> h.key = '{CE_PREFIX}{name}'), 1).value "
+        "as string)"
+    )
+
+
+def _json_string_member(name: str) -> Column:
+    """A JSON member's string value; null when absent, JSON null, or not a string."""
+    member = f"try_element_at(_members, '{name}')"
+    return F.expr(
+        f"CASE WHEN schema_of_variant({member}) = 'STRING' "
+        f"THEN variant_get({member}, '$', 'string') END"
+    )
+
+
+def _is_json_media_type(media_type: Column) -> Column:
+    """JSON-format rule: data is a JSON value when datacontenttype is JSON or absent."""
+    base = F.lower(F.trim(F.split(media_type, ";").getItem(0)))
+    return (
+        media_type.isNull()
+        | base.isin("application/json", "text/json")
+        | base.endswith("+json")
+    )
+
+
+def decode_records(records: DataFrame) -> DataFrame:
+    """Apply the binding to Kafka source rows (``includeHeaders=true``).
+
+    The result keeps the raw columns and adds the event attributes, ``reject_reason``
+    and ``reject_detail``. Split it with :func:`to_events` and :func:`to_rejects`.
+
+    Example:
+        >>> decoded = decode_records(spark.read.format("kafka")...load())
+        >>> decoded.groupBy("reject_reason").count().show()
+    """
+    known_members = _sql_list(CONTEXT_ATTRIBUTES + DATA_MEMBERS)
+    context_members = _sql_list(CONTEXT_ATTRIBUTES)
+
+    staged = records.withColumns(
+        {
+            "_headers": F.expr(f"coalesce(headers, cast(array() as {_HEADERS_TYPE}))"),
+        }
+    ).withColumns(
+        {
+            "_ct_headers": F.expr(f"filter(_headers, h -> h.key = '{CONTENT_TYPE_HEADER}')"),
+            "_ce_headers": F.expr(f"filter(_headers, h -> startswith(h.key, '{CE_PREFIX}'))"),
+        }
+    ).withColumns(
+        {
+            "_content_type": F.expr("cast(try_element_at(_ct_headers, 1).value as string)"),
+            "_ce_names": F.expr("transform(_ce_headers, h -> substring(h.key, 4))"),
+        }
+    ).withColumns(
+        {
+            "_media_type": F.lower(F.trim(F.split("_content_type", ";").getItem(0))),
+            "_structured": F.coalesce(
+                F.lower(F.ltrim("_content_type")).startswith(CLOUDEVENTS_MEDIA_PREFIX),
+                F.lit(False),
+            ),
+        }
+    )
+    staged = staged.withColumns(
+        {
+            "content_mode": F.when(F.col("_structured"), CONTENT_MODE_STRUCTURED).otherwise(
+                CONTENT_MODE_BINARY
+            ),
+            "_json_format": F.col("_structured") & (F.col("_media_type") == JSON_FORMAT_MEDIA_TYPE),
+            "_value_utf8": F.expr("is_valid_utf8(cast(value as string))"),
+            # Header problems only matter in binary mode, where headers carry the event.
+            "_bad_encoding": F.expr(
+                "exists(_ce_headers, h -> h.value IS NULL OR NOT is_valid_utf8(cast(h.value as "
+                "string)) OR contains(h.key, '\ufffd')) OR exists(_ct_headers, h -> h.value IS "
+                "NULL OR NOT is_valid_utf8(cast(h.value as string)))"
+            ),
+            "_duplicate_names": F.expr(
+                "array_distinct(filter(_ce_names, n -> size(filter(_ce_names, m -> m = n)) > 1))"
+            ),
+            "_bad_binary_names": F.expr(
+                f"filter(_ce_names, n -> NOT n rlike '{ATTRIBUTE_NAME_PATTERN}' "
+                "OR n IN ('data', 'data_base64'))"
+            ),
+        }
+    )
+    # Structured JSON: parse once into a VARIANT and look members up by name.
+    staged = staged.withColumn(
+        "_json",
+        F.expr(
+            "CASE WHEN _json_format AND value IS NOT NULL AND _value_utf8 "
+            "THEN try_parse_json(cast(value as string)) END"
+        ),
+    ).withColumn(
+        "_members",
+        F.expr(
+            "CASE WHEN startswith(schema_of_variant(_json), 'OBJECT') "
+            "THEN variant_get(_json, '$', 'map<string,variant>') END"
+        ),
+    ).withColumns(
+        {
+            "_bad_json_names": F.expr(
+                f"filter(map_keys(_members), k -> NOT k rlike '{ATTRIBUTE_NAME_PATTERN}' "
+                "AND k != 'data_base64')"
+            ),
+            "_bad_json_types": F.expr(
+                "map_keys(map_filter(_members, (k, v) -> CASE "
+                f"WHEN k IN ({context_members}) THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
+                "WHEN k = 'data' THEN false "
+                "WHEN k = 'data_base64' THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
+                "ELSE startswith(schema_of_variant(v), 'OBJECT') "
+                "OR startswith(schema_of_variant(v), 'ARRAY') END))"
+            ),
+            "_json_has_data": F.expr(
+                "coalesce(schema_of_variant(try_element_at(_members, 'data')) != 'VOID', false)"
+            ),
+            "_json_data_base64": _json_string_member("data_base64"),
+        }
+    )
+
+    # Attributes: from headers in binary mode, from JSON members in structured mode.
+    attributes: dict[str, Column] = {}
+    for name in CONTEXT_ATTRIBUTES:
+        binary_value = _binary_attribute(name)
+        if name == "datacontenttype":
+            binary_value = F.coalesce(F.col("_content_type"), binary_value)
+        attributes[f"_a_{name}"] = F.when(
+            F.col("_structured"), _json_string_member(name)
+        ).otherwise(binary_value)
+    staged = staged.withColumns(attributes)
+
+    staged = staged.withColumns(
+        {
+            "_missing": F.expr(
+                "filter(array("
+                + ", ".join(f"IF(_a_{n} IS NULL, '{n}', NULL)" for n in REQUIRED_ATTRIBUTES)
+                + "), x -> x IS NOT NULL)"
+            ),
+            "_empty": F.expr(
+                "filter(array("
+                + ", ".join(f"IF(_a_{n} = '', '{n}', NULL)" for n in REQUIRED_ATTRIBUTES)
+                + "), x -> x IS NOT NULL)"
+            ),
+            "_time": F.expr("try_cast(_a_time AS timestamp)"),
+            "_data_base64_bytes": F.expr("try_to_binary(_json_data_base64, 'base64')"),
+            "_ce_datacontenttype": _binary_attribute("datacontenttype"),
+        }
+    )
+
+    binary = ~F.col("_structured")
+    structured_json = F.col("_json_format")
+    reason_checks: list[tuple[Column, RejectReason, Column]] = [
+        (
+            binary & F.col("value").isNull() & (F.size("_ce_headers") == 0),
+            RejectReason.PLAIN_TOMBSTONE,
+            F.lit("record has no value and no ce_ headers: a plain Kafka tombstone, not a CloudEvent"),
+        ),
+        (
+            F.col("_structured") & F.col("_media_type").startswith(BATCH_MEDIA_PREFIX),
+            RejectReason.UNSUPPORTED_BATCH_MODE,
+            F.concat(F.lit("the Kafka binding has no batch mode; content-type: "), F.col("_content_type")),
+        ),
+        (
+            F.col("_structured") & ~structured_json,
+            RejectReason.UNSUPPORTED_EVENT_FORMAT,
+            F.concat(
+                F.lit("structured event format not decodable here (only JSON); content-type: "),
+                F.col("_content_type"),
+            ),
+        ),
+        (
+            binary & F.col("_bad_encoding"),
+            RejectReason.INVALID_HEADER_ENCODING,
+            F.lit("a ce_ or content-type header has no value or is not valid UTF-8"),
+        ),
+        (
+            binary & ((F.size("_duplicate_names") > 0) | (F.size("_ct_headers") > 1)),
+            RejectReason.DUPLICATE_HEADER,
+            F.concat(
+                F.lit("header repeated: "),
+                F.array_join(
+                    F.concat(
+                        F.transform("_duplicate_names", lambda n: F.concat(F.lit(CE_PREFIX), n)),
+                        F.when(F.size("_ct_headers") > 1, F.array(F.lit(CONTENT_TYPE_HEADER)))
+                        .otherwise(F.array().cast("array<string>")),
+                    ),
+                    ", ",
+                ),
+            ),
+        ),
+        (
+            structured_json & F.col("value").isNull(),
+            RejectReason.MALFORMED_JSON,
+            F.lit("structured record with no value"),
+        ),
+        (
+            structured_json & ~F.col("_value_utf8"),
+            RejectReason.MALFORMED_JSON,
+            F.lit("structured JSON value is not valid UTF-8"),
+        ),
+        (
+            structured_json & F.col("_json").isNull(),
+            RejectReason.MALFORMED_JSON,
+            F.lit("value is not parseable JSON (syntax, duplicate member, or nesting too deep)"),
+        ),
+        (
+            structured_json & F.col("_members").isNull(),
+            RejectReason.MALFORMED_JSON,
+            F.lit("JSON value is not an object"),
+        ),
+        (
+            binary & (F.size("_bad_binary_names") > 0),
+            RejectReason.INVALID_ATTRIBUTE_NAME,
+            F.concat(
+                F.lit("attribute names must be lowercase letters and digits (data is not a "
+                      "header): "),
+                F.array_join(F.transform("_bad_binary_names", lambda n: F.concat(F.lit(CE_PREFIX), n)), ", "),
+            ),
+        ),
+        (
+            structured_json & (F.size("_bad_json_names") > 0),
+            RejectReason.INVALID_ATTRIBUTE_NAME,
+            F.concat(
+                F.lit("attribute names must be lowercase letters and digits: "),
+                F.array_join("_bad_json_names", ", "),
+            ),
+        ),
+        (
+            structured_json & (F.size("_bad_json_types") > 0),
+            RejectReason.INVALID_ATTRIBUTE_TYPE,
+            F.concat(
+                F.lit("attribute values must be strings (extensions: string, number or boolean): "),
+                F.array_join("_bad_json_types", ", "),
+            ),
+        ),
+        (
+            binary & (F.size("_ce_headers") == 0),
+            RejectReason.NOT_A_CLOUDEVENT,
+            F.lit("no ce_ headers and no CloudEvents content-type"),
+        ),
+        (
+            F.size("_missing") > 0,
+            RejectReason.MISSING_REQUIRED_ATTRIBUTE,
+            F.concat(F.lit("missing required attribute(s): "), F.array_join("_missing", ", ")),
+        ),
+        (
+            F.size("_empty") > 0,
+            RejectReason.EMPTY_REQUIRED_ATTRIBUTE,
+            F.concat(F.lit("empty required attribute(s): "), F.array_join("_empty", ", ")),
+        ),
+        (
+            F.col("_a_specversion") != SPEC_VERSION,
+            RejectReason.UNSUPPORTED_SPECVERSION,
+            F.concat(F.lit(f"specversion must be {SPEC_VERSION}, got "), F.col("_a_specversion")),
+        ),
+        (
+            F.col("_a_time").isNotNull()
+            & (~F.col("_a_time").rlike(RFC3339_PATTERN) | F.col("_time").isNull()),
+            RejectReason.INVALID_TIME,
+            F.concat(F.lit("time is not an RFC 3339 timestamp: "), F.col("_a_time")),
+        ),
+        (
+            structured_json & F.col("_json_has_data") & F.col("_json_data_base64").isNotNull(),
+            RejectReason.DATA_AND_DATA_BASE64,
+            F.lit("the JSON event has both data and data_base64"),
+        ),
+        (
+            structured_json
+            & F.col("_json_data_base64").isNotNull()
+            & F.col("_data_base64_bytes").isNull(),
+            RejectReason.INVALID_DATA_BASE64,
+            F.lit("data_base64 is not valid base64"),
+        ),
+        (
+            binary
+            & F.col("_content_type").isNotNull()
+            & F.col("_ce_datacontenttype").isNotNull()
+            & (F.col("_content_type") != F.col("_ce_datacontenttype")),
+            RejectReason.CONFLICTING_DATACONTENTTYPE,
+            F.lit("content-type and ce_datacontenttype headers disagree"),
+        ),
+    ]
+    reason: Column = F.lit(None).cast("string")
+    detail: Column = F.lit(None).cast("string")
+    for condition, code, text in reversed(reason_checks):
+        reason = F.when(condition, F.lit(code.value)).otherwise(reason)
+        detail = F.when(condition, text).otherwise(detail)
+
+    # Data: binary mode carries it as the value; the JSON format as data or data_base64.
+    json_data = F.expr("try_element_at(_members, 'data')")
+    json_data_bytes = (
+        F.when(F.col("_data_base64_bytes").isNotNull(), F.col("_data_base64_bytes"))
+        .when(~F.col("_json_has_data"), F.lit(None).cast("binary"))
+        .when(
+            (F.expr("schema_of_variant(try_element_at(_members, 'data'))") == "STRING")
+            & ~_is_json_media_type(F.col("_a_datacontenttype")),
+            F.encode(F.expr("variant_get(try_element_at(_members, 'data'), '$', 'string')"), "UTF-8"),
+        )
+        .otherwise(F.encode(F.to_json(json_data), "UTF-8"))
+    )
+    binary_extensions = F.expr(
+        "CASE WHEN size(_duplicate_names) = 0 THEN map_filter(map_from_arrays(_ce_names, "
+        "transform(_ce_headers, h -> cast(h.value as string))), "
+        f"(k, v) -> k NOT IN ({_sql_list(CONTEXT_ATTRIBUTES)})) END"
+    )
+    json_extensions = F.expr(
+        "transform_values(map_filter(_members, (k, v) -> "
+        f"k NOT IN ({known_members}) AND schema_of_variant(v) != 'VOID'), "
+        "(k, v) -> CASE WHEN schema_of_variant(v) = 'STRING' "
+        "THEN variant_get(v, '$', 'string') ELSE to_json(v) END)"
+    )
+
+    return staged.select(
+        *[F.col(f"_a_{name}").alias(name) for name in CONTEXT_ATTRIBUTES if name != "time"],
+        F.col("_time").alias("time"),
+        F.when(F.col("_structured"), json_data_bytes).otherwise(F.col("value")).alias("data"),
+        F.when(F.col("_structured"), json_extensions)
+        .otherwise(binary_extensions)
+        .alias("extensions"),
+        F.col("content_mode"),
+        F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.col("key").alias("kafka_key"),
+        F.col("value").alias("kafka_value"),
+        F.col("headers").alias("kafka_headers"),
+        reason.alias("reject_reason"),
+        F.substring(detail, 1, DETAIL_MAX_CHARS).alias("reject_detail"),
+        F.current_timestamp().alias("ingested_at"),
+    )
+
+
+def to_events(decoded: DataFrame) -> DataFrame:
+    """Rows of :func:`decode_records` that are valid CloudEvents, in events-table shape."""
+    return decoded.where(F.col("reject_reason").isNull()).select(*EVENT_COLUMNS)
+
+
+def to_rejects(decoded: DataFrame) -> DataFrame:
+    """Rows of :func:`decode_records` that are not valid CloudEvents, in rejects-table shape."""
+    return decoded.where(F.col("reject_reason").isNotNull()).select(
+        *[
+            F.col("reject_reason").alias("reason") if c == "reason"
+            else F.col("reject_detail").alias("detail") if c == "detail"
+            else F.col(c)
+            for c in REJECT_COLUMNS
+        ]
+    )

@@ -1,0 +1,284 @@
+"""A real single-node Apache Kafka broker (KRaft, broker+controller) for local runs.
+
+It runs from the jars that Maven put in ``infra/jars/kafka`` and keeps its data, log
+and pid file under ``settings.broker_dir``. Start is idempotent and waits until the
+broker answers a metadata request; stop is a clean shutdown (SIGTERM, then SIGKILL
+only if the broker does not exit in time).
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> from eventlake.broker import LocalBroker
+    >>> broker = LocalBroker(load_settings())
+    >>> broker.start().running
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from eventlake.settings import Settings
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be started or stopped; the message says why."""
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """What ``eventlake broker status`` reports."""
+
+    running: bool
+    pid: int | None
+    bootstrap_servers: str
+    data_dir: Path
+    log_file: Path
+
+    def describe(self) -> str:
+        if self.running:
+            return (
+                f"broker running (pid {self.pid}) on {self.bootstrap_servers}; "
+                f"data in {self.data_dir}, log in {self.log_file}"
+            )
+        return f"broker not running (would listen on {self.bootstrap_servers})"
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something accepts TCP connections on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); look at its state to treat it as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+class LocalBroker:
+    """Start, stop and query the project-local Kafka broker."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.home = settings.broker_dir
+        self.data_dir = self.home / "data"
+        self.log_file = self.home / "broker.log"
+        self.pid_file = self.home / "broker.pid"
+        self.config_file = self.home / "server.properties"
+        self.bootstrap_servers = f"127.0.0.1:{settings.broker_port}"
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def pid(self) -> int | None:
+        """Pid of our broker process if it is alive, else None (stale pid files are removed)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        if _process_alive(pid):
+            return pid
+        self.pid_file.unlink(missing_ok=True)
+        return None
+
+    def answers_metadata(self, timeout: float = 2.0) -> bool:
+        """True when the broker answers a metadata request within the timeout."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        try:
+            metadata = admin.list_topics(timeout=timeout)
+        except Exception:
+            return False
+        return bool(metadata.brokers)
+
+    def status(self) -> BrokerStatus:
+        pid = self.pid()
+        return BrokerStatus(
+            running=pid is not None,
+            pid=pid,
+            bootstrap_servers=self.bootstrap_servers,
+            data_dir=self.data_dir,
+            log_file=self.log_file,
+        )
+
+    # -- start -----------------------------------------------------------------------------
+
+    def _java(self) -> str:
+        java_home = os.environ.get("JAVA_HOME")
+        candidate = Path(java_home) / "bin" / "java" if java_home else None
+        if candidate and candidate.exists():
+            return str(candidate)
+        found = shutil.which("java")
+        if not found:
+            raise BrokerError("No java found: install a JDK 17+ or set JAVA_HOME.")
+        return found
+
+    def _classpath(self) -> str:
+        folder = self.settings.kafka_jars_dir
+        if not any(folder.glob("kafka_2.13-*.jar")):
+            raise BrokerError(
+                f"Kafka broker jars missing in {folder}. Run `make jars` first "
+                "(or set EVENTLAKE_KAFKA_JARS_DIR)."
+            )
+        return str(folder / "*")
+
+    def _write_config(self) -> None:
+        port = self.settings.broker_port
+        controller = self.settings.controller_port
+        lines = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            # One node: every internal topic gets a single replica.
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # Lets tests watch compaction happen within seconds on topics that ask for it.
+            "log.cleaner.backoff.ms": "1000",
+            "log.retention.check.interval.ms": "5000",
+        }
+        self.config_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+
+    def _format_storage(self, java: str, classpath: str) -> None:
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cluster_id = _kafka_cluster_id()
+        result = subprocess.run(
+            [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
+             "-t", cluster_id, "-c", str(self.config_file)],
+            capture_output=True, text=True, check=False,
+        )
+        if result.returncode != 0:
+            raise BrokerError(f"Formatting the KRaft storage failed:\n{result.stdout[-2000:]}"
+                              f"{result.stderr[-2000:]}")
+
+    def start(self, timeout: float = 60.0) -> BrokerStatus:
+        """Start the broker unless it runs already; wait until it answers metadata requests."""
+        if self.pid() is not None:
+            if not self._wait_ready(timeout, None):
+                raise BrokerError(f"Broker process {self.pid()} runs but does not answer on "
+                                  f"{self.bootstrap_servers}; see {self.log_file}.")
+            return self.status()
+        for port in (self.settings.broker_port, self.settings.controller_port):
+            if port_in_use(port):
+                raise BrokerError(
+                    f"Port {port} on 127.0.0.1 is already taken by another process, so the "
+                    "local broker cannot start. Stop that process, or pick free ports with "
+                    "EVENTLAKE_BROKER_PORT / EVENTLAKE_CONTROLLER_PORT."
+                )
+        self.home.mkdir(parents=True, exist_ok=True)
+        java, classpath = self._java(), self._classpath()
+        self._write_config()
+        self._format_storage(java, classpath)
+        command = [
+            java, f"-Xmx{self.settings.broker_heap}", f"-Xms{self.settings.broker_heap}",
+            "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            "-Dorg.slf4j.simpleLogger.log.kafka.log=warn",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-cp", classpath, "kafka.Kafka", str(self.config_file),
+        ]
+        with open(self.log_file, "ab") as log:
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.home,
+            )
+        self.pid_file.write_text(str(process.pid))
+        if not self._wait_ready(timeout, process):
+            self.stop()
+            raise BrokerError(
+                f"The broker did not answer on {self.bootstrap_servers} within {timeout:.0f}s. "
+                f"Last lines of {self.log_file}:\n{self._log_tail()}"
+            )
+        return self.status()
+
+    def _wait_ready(self, timeout: float, process: subprocess.Popen[bytes] | None) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)
+                raise BrokerError(
+                    f"The broker exited with code {process.returncode} while starting. "
+                    f"Last lines of {self.log_file}:\n{self._log_tail()}"
+                )
+            if self.answers_metadata(timeout=1.0):
+                return True
+            time.sleep(0.5)
+        return False
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+    # -- stop ------------------------------------------------------------------------------
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the broker cleanly. Returns False when it was not running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _process_alive(pid):
+            _reap(pid)
+            time.sleep(0.2)
+        if _process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while _process_alive(pid):
+                _reap(pid)
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL the broker (fault injection); its pid file stays stale until next query."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            while _process_alive(pid):
+                _reap(pid)
+                time.sleep(0.05)
+
+
+def _reap(pid: int) -> None:
+    """Collect our own child's exit status so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _kafka_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,182 @@
+"""The ``eventlake`` command line: broker, ingest, query, samples.
+
+Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
+
+Example:
+    $ eventlake broker start
+    $ eventlake samples --topic demo.orders --count 500
+    $ eventlake ingest --topic demo.orders
+    $ eventlake query "SELECT type, count(*) FROM events GROUP BY type"
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from eventlake.settings import Settings, load_settings
+
+app = typer.Typer(
+    help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+broker_app = typer.Typer(help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True)
+app.add_typer(broker_app, name="broker")
+
+BootstrapOption = Annotated[
+    str | None,
+    typer.Option(help="Kafka bootstrap servers (default: EVENTLAKE_BOOTSTRAP_SERVERS)."),
+]
+WarehouseOption = Annotated[
+    Path | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
+]
+
+
+def _settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:
+    return load_settings(bootstrap_servers=bootstrap_servers, warehouse=warehouse)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+@broker_app.command("start")
+def broker_start(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker.")] = 60.0,
+) -> None:
+    """Start the broker (no-op when it runs already); wait until it answers."""
+    from eventlake.broker import BrokerError, LocalBroker
+
+    broker = LocalBroker(load_settings())
+    was_running = broker.pid() is not None
+    try:
+        status = broker.start(timeout=timeout)
+    except BrokerError as error:
+        _fail(str(error))
+    typer.echo(("already running: " if was_running else "started: ") + status.describe())
+
+
+@broker_app.command("stop")
+def broker_stop() -> None:
+    """Stop the broker cleanly."""
+    from eventlake.broker import LocalBroker
+
+    stopped = LocalBroker(load_settings()).stop()
+    typer.echo("broker stopped" if stopped else "broker was not running")
+
+
+@broker_app.command("status")
+def broker_status() -> None:
+    """Say whether the broker runs; exit code 0 when it does, 3 when it does not."""
+    from eventlake.broker import LocalBroker
+
+    status = LocalBroker(load_settings()).status()
+    typer.echo(status.describe())
+    if not status.running:
+        raise typer.Exit(3)
+
+
+@app.command()
+def ingest(
+    topic: Annotated[
+        list[str] | None, typer.Option("--topic", help="Topic to read; repeat for several.")
+    ] = None,
+    topic_pattern: Annotated[
+        str | None, typer.Option(help="Java regex of topics to subscribe to instead.")
+    ] = None,
+    trigger: Annotated[
+        str,
+        typer.Option(help="'available-now' (read what is there, then stop) or "
+                     "'processing-time=<interval>' (run until stopped)."),
+    ] = "available-now",
+    starting_offsets: Annotated[
+        str, typer.Option(help="'earliest', 'latest' or per-partition JSON "
+                          '({"topic":{"0":42}}); used when the checkpoint is new.')
+    ] = "earliest",
+    ending_offsets: Annotated[
+        str | None,
+        typer.Option(help="'latest' or per-partition JSON: makes a bounded batch run "
+                     "(backfill/replay) that adds only records not already in the tables."),
+    ] = None,
+    checkpoint_name: Annotated[
+        str | None, typer.Option(help="Checkpoint folder name under <warehouse>/_checkpoints.")
+    ] = None,
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Ingest CloudEvents (binary and structured mode) into the events and rejects tables."""
+    from eventlake.checkpoint import CheckpointMismatchError
+    from eventlake.ingest import IngestError, IngestRequest, run_ingest
+    from eventlake.spark import MissingJarsError, build_spark_session
+
+    settings = _settings(bootstrap_servers, warehouse)
+    try:
+        request = IngestRequest(
+            topics=tuple(topic or ()),
+            topic_pattern=topic_pattern,
+            trigger=trigger,
+            starting_offsets=starting_offsets,
+            ending_offsets=ending_offsets,
+            checkpoint_name=checkpoint_name,
+        )
+        spark = build_spark_session(settings, app_name="eventlake-ingest")
+        summary = run_ingest(spark, settings, request)
+    except (IngestError, CheckpointMismatchError, MissingJarsError) as error:
+        _fail(str(error), code=2)
+    typer.echo(summary.line())
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL over the tables events, rejects, ...")],
+    output_format: Annotated[
+        str, typer.Option("--format", help="'table' or 'json' (JSON lines).")
+    ] = "table",
+    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Run SQL over the warehouse's Delta tables, registered by name."""
+    from eventlake.query import register_tables, run_query
+    from eventlake.spark import build_spark_session
+
+    if output_format not in {"table", "json"}:
+        _fail("--format must be 'table' or 'json'", code=2)
+    settings = _settings(warehouse=warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-query")
+    names = register_tables(spark, settings)
+    if not names:
+        _fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
+    typer.echo(run_query(spark, sql, output_format=output_format, limit=limit))
+
+
+@app.command()
+def samples(
+    topic: Annotated[str, typer.Option(help="Topic to produce to (created, compacted).")],
+    count: Annotated[int, typer.Option(min=1, help="Records to produce.")] = 500,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions of a new topic.")] = 3,
+    seed: Annotated[int, typer.Option(help="Random seed of the stream.")] = 7,
+    bootstrap_servers: BootstrapOption = None,
+) -> None:
+    """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
+    from eventlake.samples import produce_samples
+
+    settings = _settings(bootstrap_servers)
+    produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
+    typer.echo(
+        json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
+    )
+
+
+def main() -> None:
+    """Entry point for ``python -m eventlake.cli`` and the jobs/ scripts."""
+    app(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Kafka plumbing: confluent-kafka clients and Spark Kafka source options from settings.
+
+Python producers use the murmur2 partitioner so that a key lands on the same
+partition as with the Java client (librdkafka's default hashes with CRC32).
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> producer = make_producer(load_settings())
+    >>> create_topic(load_settings(), "orders", partitions=3, config={"cleanup.policy": "compact"})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eventlake.settings import Settings
+
+#: librdkafka's name for the Java client's default partitioner (murmur2, random if no key).
+JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
+
+
+def make_producer(settings: Settings, **options: Any) -> Producer:
+    """A confluent-kafka producer that partitions keys like the Java client."""
+    config = settings.kafka_client_options()
+    config.update({"partitioner": JAVA_COMPATIBLE_PARTITIONER, "linger.ms": 20})
+    config.update(options)
+    return Producer(config)
+
+
+def make_admin(settings: Settings) -> AdminClient:
+    """An admin client on the configured cluster."""
+    return AdminClient(settings.kafka_client_options())
+
+
+def create_topic(
+    settings: Settings,
+    name: str,
+    *,
+    partitions: int = 1,
+    config: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> bool:
+    """Create a topic unless it exists; True when it was created.
+
+    Example:
+        >>> create_topic(settings, "customers", partitions=3, config={"cleanup.policy": "compact"})
+        True
+    """
+    admin = make_admin(settings)
+    if name in admin.list_topics(timeout=timeout).topics:
+        return False
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})],
+        operation_timeout=timeout,
+    )
+    try:
+        futures[name].result(timeout=timeout)
+    except Exception as error:  # the future raises KafkaException wrapping a KafkaError
+        if "TOPIC_ALREADY_EXISTS" in str(error):
+            return False
+        raise
+    return True
+
+
+def delete_topics(settings: Settings, names: list[str], timeout: float = 30.0) -> None:
+    """Delete topics, ignoring those that do not exist."""
+    admin = make_admin(settings)
+    existing = set(admin.list_topics(timeout=timeout).topics)
+    doomed = [name for name in names if name in existing]
+    if not doomed:
+        return
+    for future in admin.delete_topics(doomed, operation_timeout=timeout).values():
+        future.result(timeout=timeout)
+
+
+def spark_kafka_options(settings: Settings) -> dict[str, str]:
+    """Options for Spark's Kafka source and sink (Java client names, ``kafka.`` prefix).
+
+    The security options in ``settings.kafka_options`` share their names between
+    librdkafka and the Java client, except the SASL credentials, which the Java client
+    takes as a JAAS line.
+    """
+    options = {"kafka.bootstrap.servers": settings.bootstrap_servers}
+    for key, value in settings.kafka_options.items():
+        if key in {"sasl.username", "sasl.password"}:
+            continue
+        options[f"kafka.{key}"] = value
+    username = settings.kafka_options.get("sasl.username")
+    if username is not None and settings.kafka_password is not None:
+        module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+        if settings.kafka_options.get("sasl.mechanism", "").upper() == "PLAIN":
+            module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+        password = settings.kafka_password.get_secret_value()
+        options["kafka.sasl.jaas.config"] = (
+            f'{module} required username="{username}" password="{password}";'
+        )
+    return options

@@ -1,0 +1,59 @@
+"""Downstream queries: the warehouse's Delta tables registered as temporary views.
+
+Example:
+    >>> register_tables(spark, settings)
+    ['events', 'rejects']
+    >>> print(run_query(spark, "SELECT count(*) AS n FROM events"))
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pyspark.sql import SparkSession
+
+from eventlake.settings import Settings
+
+
+def register_tables(spark: SparkSession, settings: Settings) -> list[str]:
+    """Register every Delta table under the warehouse by name; state/<topic> as state_<topic>."""
+    names: list[str] = []
+    root = settings.warehouse
+    if not root.is_dir():
+        return names
+    candidates = [p for p in root.iterdir() if (p / "_delta_log").is_dir()]
+    state_root = root / "state"
+    if state_root.is_dir():
+        candidates += [p for p in state_root.iterdir() if (p / "_delta_log").is_dir()]
+    for path in sorted(candidates):
+        name = path.name if path.parent == root else f"state_{path.name}"
+        name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+        spark.read.format("delta").load(str(path)).createOrReplaceTempView(name)
+        names.append(name)
+    return names
+
+
+def run_query(spark: SparkSession, sql: str, *, output_format: str = "table", limit: int = 50) -> str:
+    """Run SQL and render at most ``limit`` rows as an aligned table or JSON lines."""
+    frame = spark.sql(sql)
+    if output_format == "json":
+        return "\n".join(frame.limit(limit).toJSON().collect())
+    rows = frame.limit(limit).collect()
+    columns = frame.columns
+    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines.append("-+-".join("-" * w for w in widths))
+    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", errors="replace")
+        return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    return "NULL" if value is None else str(value)

@@ -1,0 +1,96 @@
+"""One settings object for the whole project, read from the environment.
+
+Every host, path and credential comes from here; nothing else in the code base holds
+one. Each field can be overridden by an environment variable named
+``EVENTLAKE_<FIELD>`` (``EVENTLAKE_BOOTSTRAP_SERVERS``, ``EVENTLAKE_WAREHOUSE``, ...).
+Kafka client options (security protocol, SASL) pass through as a JSON object in
+``EVENTLAKE_KAFKA_OPTIONS`` so that no credential ever appears in code or on a
+command line.
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> settings = load_settings()
+    >>> settings.bootstrap_servers
+    '127.0.0.1:9092'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Settings(BaseSettings):
+    """Runtime configuration; see the module docstring for the environment names."""
+
+    model_config = SettingsConfigDict(env_prefix="EVENTLAKE_", extra="ignore")
+
+    bootstrap_servers: str = Field(
+        default="127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
+    )
+    warehouse: Path = Field(
+        default=PROJECT_ROOT / "var" / "warehouse",
+        description="Root folder of the Delta tables and streaming checkpoints.",
+    )
+    spark_master: str = Field(default="local[*]", description="Spark master URL.")
+    driver_memory: str = Field(default="2g", description="Spark driver memory.")
+    shuffle_partitions: int = Field(default=4, ge=1, description="spark.sql.shuffle.partitions.")
+    jars_dir: Path = Field(
+        default=PROJECT_ROOT / "infra" / "jars" / "spark",
+        description="Folder holding the Kafka connector and Delta jars (make jars).",
+    )
+    kafka_jars_dir: Path = Field(
+        default=PROJECT_ROOT / "infra" / "jars" / "kafka",
+        description="Folder holding the Apache Kafka broker jars (make jars).",
+    )
+    broker_dir: Path = Field(
+        default=PROJECT_ROOT / "var" / "broker",
+        description="Data, logs and pid file of the local broker.",
+    )
+    broker_port: int = Field(default=9092, description="Client port of the local broker.")
+    controller_port: int = Field(default=9093, description="KRaft controller port.")
+    broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
+    kafka_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra librdkafka/Java client options, e.g. security.protocol, sasl.*.",
+    )
+    kafka_password: SecretStr | None = Field(
+        default=None, description="SASL password; kept out of logs and command lines."
+    )
+    max_offsets_per_trigger: int | None = Field(
+        default=None, ge=1, description="Upper bound of records read per micro-batch."
+    )
+
+    @property
+    def checkpoints(self) -> Path:
+        """Folder under the warehouse that holds streaming checkpoints."""
+        return self.warehouse / "_checkpoints"
+
+    def table_path(self, name: str) -> Path:
+        """Location of a warehouse table, e.g. ``table_path("events")``."""
+        return self.warehouse / name
+
+    def kafka_client_options(self) -> dict[str, Any]:
+        """librdkafka options for confluent-kafka clients, credentials included."""
+        options: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
+        options.update(self.kafka_options)
+        if self.kafka_password is not None:
+            options["sasl.password"] = self.kafka_password.get_secret_value()
+        return options
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with explicit overrides taking precedence.
+
+    Example:
+        >>> load_settings(bootstrap_servers="kafka:9092").bootstrap_servers
+        'kafka:9092'
+    """
+    clean = {key: value for key, value in overrides.items() if value is not None}
+    return Settings(**clean)

@@ -1,0 +1,79 @@
+"""The one place that builds a SparkSession: Delta, the jar set, small-machine defaults.
+
+Jars come from a project folder filled by Maven (``make jars``) and are handed to
+Spark by path, so a job start never downloads anything.
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> from eventlake.spark import build_spark_session
+    >>> spark = build_spark_session(load_settings(), app_name="eventlake-ingest")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from eventlake.settings import Settings
+
+#: Jars that must be present; prefixes of file names in the jars folder.
+REQUIRED_JARS = ("spark-sql-kafka-0-10_", "delta-spark_", "delta-storage-", "kafka-clients-")
+
+
+class MissingJarsError(RuntimeError):
+    """The Kafka connector or Delta jars are not where the settings point."""
+
+
+def spark_jars(settings: Settings) -> list[Path]:
+    """The jar files Spark needs beside the pyspark wheel, checked for completeness.
+
+    Example:
+        >>> [p.name for p in spark_jars(load_settings())][:1]
+        ['commons-pool2-2.12.1.jar']
+    """
+    folder = settings.jars_dir
+    jars = sorted(folder.glob("*.jar")) if folder.is_dir() else []
+    names = [jar.name for jar in jars]
+    missing = [prefix for prefix in REQUIRED_JARS if not any(n.startswith(prefix) for n in names)]
+    if missing:
+        raise MissingJarsError(
+            f"Spark jars missing in {folder}: {', '.join(p + '*' for p in missing)}. "
+            "Run `make jars` (Maven fetches them once), or point EVENTLAKE_JARS_DIR at the folder."
+        )
+    return jars
+
+
+def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
+    """The Spark configuration eventlake runs with, also used to build spark-submit calls."""
+    return {
+        "spark.jars": ",".join(str(jar) for jar in spark_jars(settings)),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        # Delta rebuilds its snapshot with 50 tasks by default: far too many for 2 cores.
+        "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Keep the Derby metastore and spark-warehouse out of the working directory.
+        "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.warehouse / '_derby'}",
+    }
+
+
+def build_spark_session(
+    settings: Settings, *, app_name: str = "eventlake", ui: bool = False
+) -> SparkSession:
+    """A SparkSession with Delta Lake and Spark's Kafka connector, configured from settings.
+
+    When a session already runs in this process (a test session, a spark-submit driver),
+    it is returned as-is: Spark allows one per JVM.
+    """
+    builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
+    for key, value in spark_conf(settings, ui=ui).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -1,0 +1,131 @@
+"""The container deployment (docker-compose.yml, infra/Dockerfile) holds together.
+
+The dev machines and CI have no Docker engine, so these tests go as far as Debian's
+docker-compose 1.29 goes without one: the file validates against the Compose schema
+and resolves (anchors merged, variables filled in) to the services eventlake needs.
+A missing docker-compose binary is a failure, never a skip: `make setup` installs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "infra" / "Dockerfile"
+#: Debian's docker-compose 1.29 package; it validates a file without a Docker engine.
+DOCKER_COMPOSE = Path("/usr/bin/docker-compose")
+
+PROJECT_IMAGE = "eventlake:latest"
+REQUIRED_SERVICES = {
+    "kafka",
+    "spark-master",
+    "spark-worker",
+    "postgres",
+    "airflow-init",
+    "airflow-api-server",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+}
+#: The jar fetches of `make jars`, run in the image's Maven build stage.
+MAVEN_COMMANDS = [
+    "mvn -q -s infra/maven-settings.xml -f infra/pom.xml -P spark "
+    "dependency:copy-dependencies -DoutputDirectory=jars/spark",
+    "mvn -q -s infra/maven-settings.xml -f infra/pom.xml -P kafka "
+    "dependency:copy-dependencies -DoutputDirectory=jars/kafka",
+]
+
+
+def _docker_compose_config(*args: str) -> subprocess.CompletedProcess[str]:
+    """`docker-compose config` on the project's file, from the repository root."""
+    if not os.access(DOCKER_COMPOSE, os.X_OK):
+        pytest.fail(
+            f"{DOCKER_COMPOSE} is missing: run `make setup` "
+            "(it installs Debian's docker-compose package).",
+            pytrace=False,
+        )
+    return subprocess.run(
+        [
+            str(DOCKER_COMPOSE),
+            "--project-directory",
+            str(ROOT),
+            "-f",
+            str(COMPOSE_FILE),
+            "config",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@functools.cache
+def _resolved_services() -> dict[str, dict[str, Any]]:
+    """The services as docker-compose resolves them (anchors merged, variables filled)."""
+    result = _docker_compose_config()
+    if result.returncode != 0:
+        pytest.fail(f"docker-compose config failed:\n{result.stderr}", pytrace=False)
+    config = yaml.safe_load(result.stdout)
+    services: dict[str, dict[str, Any]] = config["services"]
+    return services
+
+
+def _dockerfile_text() -> str:
+    """The Dockerfile with line continuations joined and whitespace collapsed."""
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    return re.sub(r"\s+", " ", text.replace("\\\n", " "))
+
+
+def test_compose_file_validates() -> None:
+    result = _docker_compose_config("-q")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_compose_defines_every_eventlake_service() -> None:
+    missing = REQUIRED_SERVICES - set(_resolved_services())
+
+    assert not missing, f"services missing from docker-compose.yml: {sorted(missing)}"
+
+
+def test_kafka_runs_the_official_apache_kafka_4_image() -> None:
+    image = _resolved_services().get("kafka", {}).get("image", "")
+
+    assert image.startswith("apache/kafka:4"), f"kafka runs {image!r}"
+
+
+def test_spark_and_airflow_services_run_the_project_image() -> None:
+    services = _resolved_services()
+    project_services = [name for name in services if name.startswith(("spark-", "airflow-"))]
+
+    wrong = {
+        name: services[name].get("image")
+        for name in project_services
+        if services[name].get("image") != PROJECT_IMAGE
+    }
+
+    assert {"spark-master", "spark-worker", "airflow-scheduler"} <= set(project_services)
+    assert not wrong, f"services not on {PROJECT_IMAGE}: {wrong}"
+
+
+def test_dockerfile_exists() -> None:
+    assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
+
+
+@pytest.mark.parametrize("command", MAVEN_COMMANDS, ids=["spark-jars", "kafka-jars"])
+def test_dockerfile_fetches_jars_with_maven(command: str) -> None:
+    assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
+
+    assert command in _dockerfile_text(), f"infra/Dockerfile does not run: {command}"
