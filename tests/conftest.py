@@ -6,6 +6,7 @@ temporary folder, so it never collides with a broker started by `make demo`.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,9 @@ from eventlake.broker import LocalBroker
 from eventlake.settings import Settings, load_settings
 from eventlake.spark import build_spark_session
 
-TEST_BROKER_PORT = 19092
-TEST_CONTROLLER_PORT = 19093
+# Overridable so that two suites can run side by side on one machine.
+TEST_BROKER_PORT = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))
+TEST_CONTROLLER_PORT = TEST_BROKER_PORT + 1
 
 
 @pytest.fixture(scope="session")
