@@ -1,0 +1,134 @@
+"""Ingest runs on the real broker: exactly once, checkpoint guards, stream == batch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.broker import LocalBroker
+from eventlake.checkpoint import CheckpointMismatchError
+from eventlake.ingest import IngestError, IngestRequest, run_ingest
+from eventlake.kafka import create_topic
+from eventlake.settings import Settings
+from tests.helpers import produce_events, read_table
+
+COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+
+
+def test_every_record_lands_in_exactly_one_table(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    valid, invalid = produce_events(warehouse_settings, topic_name, 60, invalid_every=10)
+    summary = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    events = read_table(spark, warehouse_settings, "events")
+    rejects = read_table(spark, warehouse_settings, "rejects")
+    assert (summary.events, summary.rejects, summary.records_read) == (valid, invalid, 60)
+    assert (events.count(), rejects.count()) == (valid, invalid)
+    assert events.select(COORDINATES).intersect(rejects.select(COORDINATES)).count() == 0
+
+
+def test_second_run_adds_nothing_then_picks_up_new_records(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    request = IngestRequest(topics=(topic_name,))
+    produce_events(warehouse_settings, topic_name, 20, prefix="a")
+    run_ingest(spark, warehouse_settings, request)
+    again = run_ingest(spark, warehouse_settings, request)
+    assert again.records_read == 0
+    produce_events(warehouse_settings, topic_name, 5, prefix="b")
+    run_ingest(spark, warehouse_settings, request)
+    events = read_table(spark, warehouse_settings, "events")
+    assert events.count() == 25
+    assert events.select(COORDINATES).distinct().count() == 25
+
+
+def test_available_now_and_bounded_batch_give_identical_tables(
+    broker: LocalBroker, spark: SparkSession, settings: Settings, topic_name: str, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    base = Path(str(tmp_path))
+    create_topic(settings, topic_name, partitions=2)
+    produce_events(settings, topic_name, 40, invalid_every=7)
+    streamed = settings.model_copy(update={"warehouse": base / "streamed"})
+    batched = settings.model_copy(update={"warehouse": base / "batched"})
+    run_ingest(spark, streamed, IngestRequest(topics=(topic_name,)))
+    run_ingest(spark, batched, IngestRequest(topics=(topic_name,), ending_offsets="latest"))
+    for name in ("events", "rejects"):
+        a = _comparable(read_table(spark, streamed, name))
+        b = _comparable(read_table(spark, batched, name))
+        assert a.count() > 0
+        assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
+
+
+def _comparable(frame: DataFrame) -> DataFrame:
+    """Drop the ingestion time and make map columns comparable (set operations refuse maps)."""
+    frame = frame.drop("ingested_at")
+    if "extensions" in frame.columns:
+        frame = frame.withColumn("extensions", F.to_json(F.array_sort(F.map_entries("extensions"))))
+    return frame
+
+
+def test_bounded_replay_of_same_range_adds_nothing(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 10)
+    ending = json.dumps({topic_name: {"0": 6}})
+    request = IngestRequest(topics=(topic_name,), ending_offsets=ending)
+    run_ingest(spark, warehouse_settings, request)
+    run_ingest(spark, warehouse_settings, request)
+    offsets = sorted(r.kafka_offset for r in read_table(spark, warehouse_settings, "events").collect())
+    assert offsets == [0, 1, 2, 3, 4, 5]
+
+
+def test_checkpoint_reused_for_another_topic_is_refused(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    other = topic_name + "-other"
+    for name in (topic_name, other):
+        create_topic(warehouse_settings, name)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="shared"))
+    with pytest.raises(CheckpointMismatchError, match="belongs to source"):
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(other,), checkpoint_name="shared"))
+
+
+def test_lost_checkpoint_is_refused_and_resume_offsets_are_suggested(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 8)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c1"))
+    with pytest.raises(IngestError, match=f'--starting-offsets .*"{topic_name}": {{"0": 8}}'):
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c2"))
+
+
+def test_resume_from_suggested_offsets_adds_only_new_records(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 8, prefix="x")
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c1"))
+    produce_events(warehouse_settings, topic_name, 3, prefix="y")
+    resume = json.dumps({topic_name: {"0": 8}})
+    run_ingest(
+        spark,
+        warehouse_settings,
+        IngestRequest(topics=(topic_name,), checkpoint_name="c2", starting_offsets=resume),
+    )
+    assert read_table(spark, warehouse_settings, "events").count() == 11
+
+
+def test_request_needs_topics_or_pattern() -> None:
+    with pytest.raises(IngestError, match="--topic"):
+        IngestRequest()
+
+
+def test_unknown_trigger_is_refused_with_the_accepted_forms() -> None:
+    with pytest.raises(IngestError, match="available-now"):
+        IngestRequest(topics=("t",), trigger="once")
