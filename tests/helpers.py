@@ -6,11 +6,13 @@ import json
 
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.kafka import make_producer
+from eventlake.kafka import Record, produce_all
 from eventlake.settings import Settings
 
 
-def binary_headers(event_id: str, *, source: str = "/tests", type_: str = "t.test") -> list[tuple[str, bytes]]:
+def binary_headers(
+    event_id: str, *, source: str = "/tests", type_: str = "t.test"
+) -> list[tuple[str, bytes]]:
     return [
         ("ce_specversion", b"1.0"),
         ("ce_id", event_id.encode()),
@@ -20,7 +22,12 @@ def binary_headers(event_id: str, *, source: str = "/tests", type_: str = "t.tes
 
 
 def structured_value(event_id: str, *, source: str = "/tests", data: object = None) -> bytes:
-    body: dict[str, object] = {"specversion": "1.0", "id": event_id, "source": source, "type": "t.test"}
+    body: dict[str, object] = {
+        "specversion": "1.0",
+        "id": event_id,
+        "source": source,
+        "type": "t.test",
+    }
     if data is not None:
         body["data"] = data
     return json.dumps(body).encode()
@@ -31,26 +38,21 @@ def produce_events(
 ) -> tuple[int, int]:
     """Produce ``count`` records alternating binary and structured mode; every
     ``invalid_every``-th one is a plain tombstone. Returns (valid, invalid)."""
-    producer = make_producer(settings)
+    records: list[Record] = []
     valid = invalid = 0
     for n in range(count):
         key = f"k{n % 97}".encode()
         if invalid_every and n % invalid_every == 0:
-            producer.produce(topic, key=key, value=None)
+            records.append((key, None, []))
             invalid += 1
         elif n % 2:
-            producer.produce(topic, key=key, value=b"%d" % n, headers=binary_headers(f"{prefix}{n}"))
+            records.append((key, b"%d" % n, binary_headers(f"{prefix}{n}")))
             valid += 1
         else:
-            producer.produce(
-                topic,
-                key=key,
-                value=structured_value(f"{prefix}{n}", data={"n": n}),
-                headers=[("content-type", b"application/cloudevents+json")],
-            )
+            json_ct = [("content-type", b"application/cloudevents+json")]
+            records.append((key, structured_value(f"{prefix}{n}", data={"n": n}), json_ct))
             valid += 1
-        producer.poll(0)
-    assert producer.flush(60) == 0
+    produce_all(settings, topic, records)
     return valid, invalid
 
 

@@ -14,7 +14,9 @@ from eventlake.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def own_broker(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+def own_broker(
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalBroker]:
     own = settings.model_copy(
         update={
             "broker_port": 29092,

@@ -83,7 +83,9 @@ def test_bounded_replay_of_same_range_adds_nothing(
     request = IngestRequest(topics=(topic_name,), ending_offsets=ending)
     run_ingest(spark, warehouse_settings, request)
     run_ingest(spark, warehouse_settings, request)
-    offsets = sorted(r.kafka_offset for r in read_table(spark, warehouse_settings, "events").collect())
+    offsets = sorted(
+        r.kafka_offset for r in read_table(spark, warehouse_settings, "events").collect()
+    )
     assert offsets == [0, 1, 2, 3, 4, 5]
 
 
@@ -93,9 +95,13 @@ def test_checkpoint_reused_for_another_topic_is_refused(
     other = topic_name + "-other"
     for name in (topic_name, other):
         create_topic(warehouse_settings, name)
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="shared"))
+    run_ingest(
+        spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="shared")
+    )
     with pytest.raises(CheckpointMismatchError, match="belongs to source"):
-        run_ingest(spark, warehouse_settings, IngestRequest(topics=(other,), checkpoint_name="shared"))
+        run_ingest(
+            spark, warehouse_settings, IngestRequest(topics=(other,), checkpoint_name="shared")
+        )
 
 
 def test_lost_checkpoint_is_refused_and_resume_offsets_are_suggested(
@@ -105,7 +111,9 @@ def test_lost_checkpoint_is_refused_and_resume_offsets_are_suggested(
     produce_events(warehouse_settings, topic_name, 8)
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c1"))
     with pytest.raises(IngestError, match=f'--starting-offsets .*"{topic_name}": {{"0": 8}}'):
-        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c2"))
+        run_ingest(
+            spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c2")
+        )
 
 
 def test_resume_from_suggested_offsets_adds_only_new_records(

@@ -33,12 +33,17 @@ def _ingest_process(settings: Settings, topic: str) -> subprocess.Popen[str]:
     )
     return subprocess.Popen(
         [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,  # the JVM is a child: kill the whole group
     )
 
 
-def _kill_after_batches(process: subprocess.Popen[str], batches: int, rng: random.Random) -> list[str]:
+def _kill_after_batches(
+    process: subprocess.Popen[str], batches: int, rng: random.Random
+) -> list[str]:
     """Read progress lines until ``batches`` batches are done, wait a random moment
     (often inside the next batch's Delta writes), then SIGKILL the driver's group."""
     seen: list[str] = []
@@ -70,6 +75,8 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
 
     events = read_table(spark, run_settings, "events")
     assert events.count() == produced == EVENTS
-    assert events.select("kafka_topic", "kafka_partition", "kafka_offset").distinct().count() == EVENTS
+    assert (
+        events.select("kafka_topic", "kafka_partition", "kafka_offset").distinct().count() == EVENTS
+    )
     assert events.select("source", "id").distinct().count() == EVENTS
     assert read_table(spark, run_settings, "rejects").count() == 0

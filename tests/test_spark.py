@@ -15,14 +15,17 @@ def test_delta_create_merge_and_time_travel(spark: SparkSession, tmp_path: Path)
     spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string").write.format("delta").save(path)
     updates = spark.createDataFrame([(2, "B"), (3, "c")], "id int, v string")
     (
-        DeltaTable.forPath(spark, path).alias("t")
+        DeltaTable.forPath(spark, path)
+        .alias("t")
         .merge(updates.alias("s"), "t.id = s.id")
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
         .execute()
     )
     now = {r.id: r.v for r in spark.read.format("delta").load(path).collect()}
-    before = {r.id: r.v for r in spark.read.format("delta").option("versionAsOf", 0).load(path).collect()}
+    before = {
+        r.id: r.v for r in spark.read.format("delta").option("versionAsOf", 0).load(path).collect()
+    }
     assert now == {1: "a", 2: "B", 3: "c"}
     assert before == {1: "a", 2: "b"}
 

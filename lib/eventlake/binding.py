@@ -46,7 +46,8 @@ DATA_MEMBERS: Final = ("data", "data_base64")
 
 ATTRIBUTE_NAME_PATTERN: Final = "^[a-z0-9]+$"
 RFC3339_PATTERN: Final = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 )
 #: Longest detail text stored with a reject; hostile records can have huge names.
 DETAIL_MAX_CHARS: Final = 500
@@ -77,14 +78,35 @@ class RejectReason(StrEnum):
 
 
 EVENT_COLUMNS: Final = (
-    "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject",
-    "time", "data", "extensions", "content_mode",
-    "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key",
+    "id",
+    "source",
+    "specversion",
+    "type",
+    "datacontenttype",
+    "dataschema",
+    "subject",
+    "time",
+    "data",
+    "extensions",
+    "content_mode",
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+    "kafka_timestamp",
+    "kafka_key",
     "ingested_at",
 )
 REJECT_COLUMNS: Final = (
-    "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
-    "kafka_key", "kafka_value", "kafka_headers", "reason", "detail", "ingested_at",
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+    "kafka_timestamp",
+    "kafka_key",
+    "kafka_value",
+    "kafka_headers",
+    "reason",
+    "detail",
+    "ingested_at",
 )
 
 _HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
@@ -114,11 +136,7 @@ def _json_string_member(name: str) -> Column:
 def _is_json_media_type(media_type: Column) -> Column:
     """JSON-format rule: data is a JSON value when datacontenttype is JSON or absent."""
     base = F.lower(F.trim(F.split(media_type, ";").getItem(0)))
-    return (
-        media_type.isNull()
-        | base.isin("application/json", "text/json")
-        | base.endswith("+json")
-    )
+    return media_type.isNull() | base.isin("application/json", "text/json") | base.endswith("+json")
 
 
 def decode_records(records: DataFrame) -> DataFrame:
@@ -134,28 +152,33 @@ def decode_records(records: DataFrame) -> DataFrame:
     known_members = _sql_list(CONTEXT_ATTRIBUTES + DATA_MEMBERS)
     context_members = _sql_list(CONTEXT_ATTRIBUTES)
 
-    staged = records.withColumns(
-        {
-            "_headers": F.expr(f"coalesce(headers, cast(array() as {_HEADERS_TYPE}))"),
-        }
-    ).withColumns(
-        {
-            "_ct_headers": F.expr(f"filter(_headers, h -> h.key = '{CONTENT_TYPE_HEADER}')"),
-            "_ce_headers": F.expr(f"filter(_headers, h -> startswith(h.key, '{CE_PREFIX}'))"),
-        }
-    ).withColumns(
-        {
-            "_content_type": F.expr("cast(try_element_at(_ct_headers, 1).value as string)"),
-            "_ce_names": F.expr("transform(_ce_headers, h -> substring(h.key, 4))"),
-        }
-    ).withColumns(
-        {
-            "_media_type": F.lower(F.trim(F.split("_content_type", ";").getItem(0))),
-            "_structured": F.coalesce(
-                F.lower(F.ltrim("_content_type")).startswith(CLOUDEVENTS_MEDIA_PREFIX),
-                F.lit(False),
-            ),
-        }
+    staged = (
+        records.withColumns(
+            {
+                "_headers": F.expr(f"coalesce(headers, cast(array() as {_HEADERS_TYPE}))"),
+            }
+        )
+        .withColumns(
+            {
+                "_ct_headers": F.expr(f"filter(_headers, h -> h.key = '{CONTENT_TYPE_HEADER}')"),
+                "_ce_headers": F.expr(f"filter(_headers, h -> startswith(h.key, '{CE_PREFIX}'))"),
+            }
+        )
+        .withColumns(
+            {
+                "_content_type": F.expr("cast(try_element_at(_ct_headers, 1).value as string)"),
+                "_ce_names": F.expr("transform(_ce_headers, h -> substring(h.key, 4))"),
+            }
+        )
+        .withColumns(
+            {
+                "_media_type": F.lower(F.trim(F.split("_content_type", ";").getItem(0))),
+                "_structured": F.coalesce(
+                    F.lower(F.ltrim("_content_type")).startswith(CLOUDEVENTS_MEDIA_PREFIX),
+                    F.lit(False),
+                ),
+            }
+        )
     )
     staged = staged.withColumns(
         {
@@ -180,37 +203,42 @@ def decode_records(records: DataFrame) -> DataFrame:
         }
     )
     # Structured JSON: parse once into a VARIANT and look members up by name.
-    staged = staged.withColumn(
-        "_json",
-        F.expr(
-            "CASE WHEN _json_format AND value IS NOT NULL AND _value_utf8 "
-            "THEN try_parse_json(cast(value as string)) END"
-        ),
-    ).withColumn(
-        "_members",
-        F.expr(
-            "CASE WHEN startswith(schema_of_variant(_json), 'OBJECT') "
-            "THEN variant_get(_json, '$', 'map<string,variant>') END"
-        ),
-    ).withColumns(
-        {
-            "_bad_json_names": F.expr(
-                f"filter(map_keys(_members), k -> NOT k rlike '{ATTRIBUTE_NAME_PATTERN}' "
-                "AND k != 'data_base64')"
+    staged = (
+        staged.withColumn(
+            "_json",
+            F.expr(
+                "CASE WHEN _json_format AND value IS NOT NULL AND _value_utf8 "
+                "THEN try_parse_json(cast(value as string)) END"
             ),
-            "_bad_json_types": F.expr(
-                "map_keys(map_filter(_members, (k, v) -> CASE "
-                f"WHEN k IN ({context_members}) THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
-                "WHEN k = 'data' THEN false "
-                "WHEN k = 'data_base64' THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
-                "ELSE startswith(schema_of_variant(v), 'OBJECT') "
-                "OR startswith(schema_of_variant(v), 'ARRAY') END))"
+        )
+        .withColumn(
+            "_members",
+            F.expr(
+                "CASE WHEN startswith(schema_of_variant(_json), 'OBJECT') "
+                "THEN variant_get(_json, '$', 'map<string,variant>') END"
             ),
-            "_json_has_data": F.expr(
-                "coalesce(schema_of_variant(try_element_at(_members, 'data')) != 'VOID', false)"
-            ),
-            "_json_data_base64": _json_string_member("data_base64"),
-        }
+        )
+        .withColumns(
+            {
+                "_bad_json_names": F.expr(
+                    f"filter(map_keys(_members), k -> NOT k rlike '{ATTRIBUTE_NAME_PATTERN}' "
+                    "AND k != 'data_base64')"
+                ),
+                "_bad_json_types": F.expr(
+                    "map_keys(map_filter(_members, (k, v) -> CASE "
+                    f"WHEN k IN ({context_members}) "
+                    "THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
+                    "WHEN k = 'data' THEN false "
+                    "WHEN k = 'data_base64' THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
+                    "ELSE startswith(schema_of_variant(v), 'OBJECT') "
+                    "OR startswith(schema_of_variant(v), 'ARRAY') END))"
+                ),
+                "_json_has_data": F.expr(
+                    "coalesce(schema_of_variant(try_element_at(_members, 'data')) != 'VOID', false)"
+                ),
+                "_json_data_base64": _json_string_member("data_base64"),
+            }
+        )
     )
 
     # Attributes: from headers in binary mode, from JSON members in structured mode.
@@ -236,7 +264,8 @@ def decode_records(records: DataFrame) -> DataFrame:
                 + ", ".join(f"IF(_a_{n} = '', '{n}', NULL)" for n in REQUIRED_ATTRIBUTES)
                 + "), x -> x IS NOT NULL)"
             ),
-            "_time": F.expr("try_cast(_a_time AS timestamp)"),
+            # RFC 3339 5.6 allows a lower-case "t" and "z"; Spark's cast only takes "T"/"Z".
+            "_time": F.expr("try_cast(upper(_a_time) AS timestamp)"),
             "_data_base64_bytes": F.expr("try_to_binary(_json_data_base64, 'base64')"),
             "_ce_datacontenttype": _binary_attribute("datacontenttype"),
         }
@@ -248,12 +277,16 @@ def decode_records(records: DataFrame) -> DataFrame:
         (
             binary & F.col("value").isNull() & (F.size("_ce_headers") == 0),
             RejectReason.PLAIN_TOMBSTONE,
-            F.lit("record has no value and no ce_ headers: a plain Kafka tombstone, not a CloudEvent"),
+            F.lit(
+                "record has no value and no ce_ headers: a plain Kafka tombstone, not a CloudEvent"
+            ),
         ),
         (
             F.col("_structured") & F.col("_media_type").startswith(BATCH_MEDIA_PREFIX),
             RejectReason.UNSUPPORTED_BATCH_MODE,
-            F.concat(F.lit("the Kafka binding has no batch mode; content-type: "), F.col("_content_type")),
+            F.concat(
+                F.lit("the Kafka binding has no batch mode; content-type: "), F.col("_content_type")
+            ),
         ),
         (
             F.col("_structured") & ~structured_json,
@@ -269,15 +302,17 @@ def decode_records(records: DataFrame) -> DataFrame:
             F.lit("a ce_ or content-type header has no value or is not valid UTF-8"),
         ),
         (
-            binary & ((F.size("_duplicate_names") > 0) | (F.size("_ct_headers") > 1)),
+            # Two content-type headers leave the content mode itself undecided: any mode.
+            (binary & (F.size("_duplicate_names") > 0)) | (F.size("_ct_headers") > 1),
             RejectReason.DUPLICATE_HEADER,
             F.concat(
                 F.lit("header repeated: "),
                 F.array_join(
                     F.concat(
                         F.transform("_duplicate_names", lambda n: F.concat(F.lit(CE_PREFIX), n)),
-                        F.when(F.size("_ct_headers") > 1, F.array(F.lit(CONTENT_TYPE_HEADER)))
-                        .otherwise(F.array().cast("array<string>")),
+                        F.when(
+                            F.size("_ct_headers") > 1, F.array(F.lit(CONTENT_TYPE_HEADER))
+                        ).otherwise(F.array().cast("array<string>")),
                     ),
                     ", ",
                 ),
@@ -307,9 +342,12 @@ def decode_records(records: DataFrame) -> DataFrame:
             binary & (F.size("_bad_binary_names") > 0),
             RejectReason.INVALID_ATTRIBUTE_NAME,
             F.concat(
-                F.lit("attribute names must be lowercase letters and digits (data is not a "
-                      "header): "),
-                F.array_join(F.transform("_bad_binary_names", lambda n: F.concat(F.lit(CE_PREFIX), n)), ", "),
+                F.lit(
+                    "attribute names must be lowercase letters and digits (data is not a header): "
+                ),
+                F.array_join(
+                    F.transform("_bad_binary_names", lambda n: F.concat(F.lit(CE_PREFIX), n)), ", "
+                ),
             ),
         ),
         (
@@ -350,7 +388,12 @@ def decode_records(records: DataFrame) -> DataFrame:
         ),
         (
             F.col("_a_time").isNotNull()
-            & (~F.col("_a_time").rlike(RFC3339_PATTERN) | F.col("_time").isNull()),
+            & (
+                ~F.col("_a_time").rlike(RFC3339_PATTERN)
+                | F.col("_time").isNull()
+                # Year 0000 is RFC 3339 but outside what Spark and Python can represent.
+                | F.col("_a_time").startswith("0000")
+            ),
             RejectReason.INVALID_TIME,
             F.concat(F.lit("time is not an RFC 3339 timestamp: "), F.col("_a_time")),
         ),
@@ -389,7 +432,9 @@ def decode_records(records: DataFrame) -> DataFrame:
         .when(
             (F.expr("schema_of_variant(try_element_at(_members, 'data'))") == "STRING")
             & ~_is_json_media_type(F.col("_a_datacontenttype")),
-            F.encode(F.expr("variant_get(try_element_at(_members, 'data'), '$', 'string')"), "UTF-8"),
+            F.encode(
+                F.expr("variant_get(try_element_at(_members, 'data'), '$', 'string')"), "UTF-8"
+            ),
         )
         .otherwise(F.encode(F.to_json(json_data), "UTF-8"))
     )
@@ -435,8 +480,10 @@ def to_rejects(decoded: DataFrame) -> DataFrame:
     """Rows of :func:`decode_records` that are not valid CloudEvents, in rejects-table shape."""
     return decoded.where(F.col("reject_reason").isNotNull()).select(
         *[
-            F.col("reject_reason").alias("reason") if c == "reason"
-            else F.col("reject_detail").alias("detail") if c == "detail"
+            F.col("reject_reason").alias("reason")
+            if c == "reason"
+            else F.col("reject_detail").alias("detail")
+            if c == "detail"
             else F.col(c)
             for c in REJECT_COLUMNS
         ]

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import signal
@@ -173,20 +174,35 @@ class LocalBroker:
             return
         cluster_id = _kafka_cluster_id()
         result = subprocess.run(
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-             "-t", cluster_id, "-c", str(self.config_file)],
-            capture_output=True, text=True, check=False,
+            [
+                java,
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(self.config_file),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if result.returncode != 0:
-            raise BrokerError(f"Formatting the KRaft storage failed:\n{result.stdout[-2000:]}"
-                              f"{result.stderr[-2000:]}")
+            raise BrokerError(
+                f"Formatting the KRaft storage failed:\n{result.stdout[-2000:]}"
+                f"{result.stderr[-2000:]}"
+            )
 
     def start(self, timeout: float = 60.0) -> BrokerStatus:
         """Start the broker unless it runs already; wait until it answers metadata requests."""
         if self.pid() is not None:
             if not self._wait_ready(timeout, None):
-                raise BrokerError(f"Broker process {self.pid()} runs but does not answer on "
-                                  f"{self.bootstrap_servers}; see {self.log_file}.")
+                raise BrokerError(
+                    f"Broker process {self.pid()} runs but does not answer on "
+                    f"{self.bootstrap_servers}; see {self.log_file}."
+                )
             return self.status()
         for port in (self.settings.broker_port, self.settings.controller_port):
             if port_in_use(port):
@@ -200,17 +216,27 @@ class LocalBroker:
         self._write_config()
         self._format_storage(java, classpath)
         command = [
-            java, f"-Xmx{self.settings.broker_heap}", f"-Xms{self.settings.broker_heap}",
-            "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            java,
+            f"-Xmx{self.settings.broker_heap}",
+            f"-Xms{self.settings.broker_heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
             "-Dorg.slf4j.simpleLogger.log.kafka.log=warn",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
-            "-cp", classpath, "kafka.Kafka", str(self.config_file),
+            "-cp",
+            classpath,
+            "kafka.Kafka",
+            str(self.config_file),
         ]
         with open(self.log_file, "ab") as log:
             process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.home,
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.home,
             )
         self.pid_file.write_text(str(process.pid))
         if not self._wait_ready(timeout, process):
@@ -273,10 +299,8 @@ class LocalBroker:
 
 def _reap(pid: int) -> None:
     """Collect our own child's exit status so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _kafka_cluster_id() -> str:

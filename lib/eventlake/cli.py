@@ -25,7 +25,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-broker_app = typer.Typer(help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True)
+broker_app = typer.Typer(
+    help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
+)
 app.add_typer(broker_app, name="broker")
 
 BootstrapOption = Annotated[
@@ -92,25 +94,46 @@ def ingest(
     ] = None,
     trigger: Annotated[
         str,
-        typer.Option(help="'available-now' (read what is there, then stop) or "
-                     "'processing-time=<interval>' (run until stopped)."),
+        typer.Option(
+            help="'available-now' (read what is there, then stop) or "
+            "'processing-time=<interval>' (run until stopped)."
+        ),
     ] = "available-now",
     starting_offsets: Annotated[
-        str, typer.Option(help="'earliest', 'latest' or per-partition JSON "
-                          '({"topic":{"0":42}}); used when the checkpoint is new.')
+        str,
+        typer.Option(
+            help="'earliest', 'latest' or per-partition JSON "
+            '({"topic":{"0":42}}); used when the checkpoint is new.'
+        ),
     ] = "earliest",
     ending_offsets: Annotated[
         str | None,
-        typer.Option(help="'latest' or per-partition JSON: makes a bounded batch run "
-                     "(backfill/replay) that adds only records not already in the tables."),
+        typer.Option(
+            help="'latest' or per-partition JSON: makes a bounded batch run "
+            "(backfill/replay) that adds only records not already in the tables."
+        ),
     ] = None,
     checkpoint_name: Annotated[
         str | None, typer.Option(help="Checkpoint folder name under <warehouse>/_checkpoints.")
     ] = None,
+    state: Annotated[
+        bool, typer.Option("--state", help="Also keep state/<topic> (latest event per key).")
+    ] = False,
+    auto_reconcile: Annotated[
+        bool,
+        typer.Option(
+            "--auto-reconcile",
+            help="Reconcile a state table when tombstones may "
+            "have been compacted away unseen (otherwise only warn).",
+        ),
+    ] = False,
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
-    """Ingest CloudEvents (binary and structured mode) into the events and rejects tables."""
+    """Ingest CloudEvents (binary and structured mode) into the events and rejects tables.
+
+    Prints one summary line at the end: records read, events, rejects by reason, batches.
+    """
     from eventlake.checkpoint import CheckpointMismatchError
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
     from eventlake.spark import MissingJarsError, build_spark_session
@@ -124,12 +147,49 @@ def ingest(
             starting_offsets=starting_offsets,
             ending_offsets=ending_offsets,
             checkpoint_name=checkpoint_name,
+            state=state,
+            auto_reconcile=auto_reconcile,
         )
         spark = build_spark_session(settings, app_name="eventlake-ingest")
         summary = run_ingest(spark, settings, request)
     except (IngestError, CheckpointMismatchError, MissingJarsError) as error:
         _fail(str(error), code=2)
     typer.echo(summary.line())
+
+
+@app.command()
+def reconcile(
+    topic: Annotated[str, typer.Option(help="Compacted topic whose state table to rebuild.")],
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Make state/<topic> equal to the topic: read it in full, keep the latest record per
+    key, upsert what differs and delete keys that no longer exist on the topic."""
+    from eventlake.spark import build_spark_session
+    from eventlake.state import reconcile_state
+
+    settings = _settings(bootstrap_servers, warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-reconcile")
+    typer.echo(reconcile_state(spark, settings, topic).line())
+
+
+@app.command("compaction-check")
+def compaction_check(
+    topic: Annotated[list[str], typer.Option("--topic", help="Topic to check; repeatable.")],
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Say whether a state table may have missed tombstones; exit 4 when one may have."""
+    from eventlake.compaction import check_compaction
+    from eventlake.spark import build_spark_session
+
+    settings = _settings(bootstrap_servers, warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-compaction-check")
+    reports = [check_compaction(spark, settings, t) for t in topic]
+    for report in reports:
+        typer.echo(report.message)
+    if any(r.at_risk for r in reports):
+        raise typer.Exit(4)
 
 
 @app.command()

@@ -34,8 +34,10 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
+from eventlake.compaction import check_compaction
 from eventlake.kafka import spark_kafka_options
 from eventlake.settings import Settings
+from eventlake.state import StateChange, apply_state, reconcile_state
 from eventlake.tables import EVENTS, REJECTS, ensure_tables
 
 AVAILABLE_NOW = "available-now"
@@ -57,6 +59,10 @@ class IngestRequest:
     starting_offsets: str = "earliest"
     ending_offsets: str | None = None
     checkpoint_name: str | None = None
+    #: Keep ``state/<topic>`` current for every topic of the run (see eventlake.state).
+    state: bool = False
+    #: Rebuild a state table with reconcile when the compaction check finds it at risk.
+    auto_reconcile: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
@@ -65,6 +71,11 @@ class IngestRequest:
             raise IngestError(
                 f"Unknown trigger {self.trigger!r}: use 'available-now' or "
                 "'processing-time=<interval>' (e.g. processing-time=30 seconds)."
+            )
+        if self.state and self.bounded:
+            raise IngestError(
+                "--state needs a streaming run: a bounded replay of older offsets would move "
+                "state tables back in time. Use `eventlake reconcile --topic T` to rebuild state."
             )
 
     @property
@@ -91,6 +102,12 @@ class IngestSummary:
     rejects_by_reason: Counter[str] = field(default_factory=Counter)
     batches: int = 0
     seconds: float = 0.0
+    state_upserted: int = 0
+    state_deleted: int = 0
+    state_skipped_no_key: int = 0
+    state_topics: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    reconciled: list[str] = field(default_factory=list)
 
     @property
     def rejects(self) -> int:
@@ -105,11 +122,25 @@ class IngestSummary:
             else:
                 self.rejects_by_reason[reason] += count
 
+    def add_state(self, changes: dict[str, StateChange]) -> None:
+        for topic, change in changes.items():
+            self.state_topics.add(topic)
+            self.state_upserted += change.upserted
+            self.state_deleted += change.deleted
+            self.state_skipped_no_key += change.skipped_no_key
+
     def line(self) -> str:
         reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
+        state = (
+            f" state(upserted={self.state_upserted} deleted={self.state_deleted} "
+            f"no_key={self.state_skipped_no_key})"
+            if self.state_topics
+            else ""
+        )
         return (
             f"ingest: read={self.records_read} events={self.events} rejects={self.rejects}"
             + (f" ({reasons})" if reasons else "")
+            + state
             + f" batches={self.batches} seconds={self.seconds:.1f}"
         )
 
@@ -146,13 +177,39 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
     """Run one ingest (streaming or bounded batch) and return its counts."""
     started = time.monotonic()
     ensure_tables(spark, settings)
+    at_risk = _compaction_warnings(spark, settings, request)
     summary = (
         _run_bounded(spark, settings, request)
         if request.bounded
         else _run_streaming(spark, settings, request)
     )
+    summary.warnings.extend(message for _, message in at_risk)
+    if request.auto_reconcile:
+        for topic, _ in at_risk:
+            print(reconcile_state(spark, settings, topic).line(), flush=True)
+            summary.reconciled.append(topic)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _compaction_warnings(
+    spark: SparkSession, settings: Settings, request: IngestRequest
+) -> list[tuple[str, str]]:
+    """Check, before reading, whether state tables of this run may have missed deletes."""
+    if request.bounded or request.topic_pattern:
+        return []
+    topics = (
+        request.topics
+        if request.state
+        else [t for t in request.topics if t in settings.state_topics]
+    )
+    at_risk = []
+    for topic in topics:
+        report = check_compaction(spark, settings, topic)
+        if report.at_risk:
+            print(report.message, flush=True)
+            at_risk.append((topic, report.message))
+    return at_risk
 
 
 def _run_streaming(
@@ -160,7 +217,9 @@ def _run_streaming(
 ) -> IngestSummary:
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
-    checkpoint = settings.checkpoints / (request.checkpoint_name or request.default_checkpoint_name())
+    checkpoint = settings.checkpoints / (
+        request.checkpoint_name or request.default_checkpoint_name()
+    )
     if not (checkpoint / IDENTITY_FILE).exists() and request.starting_offsets == "earliest":
         _refuse_silent_replay(spark, settings, request, checkpoint.name)
     identity = claim_checkpoint(
@@ -179,6 +238,20 @@ def _run_streaming(
                 rejects_path
             )
             counts = _reason_counts(decoded)
+            state_topics = _state_topics(settings, request, decoded)
+            if state_topics:
+                # After both appends: a crash in between replays the batch, the appends
+                # are skipped as already committed, and the MERGE runs once.
+                summary.add_state(
+                    apply_state(
+                        spark,
+                        settings,
+                        decoded,
+                        topics=state_topics,
+                        app_id=identity.app_id,
+                        version=batch_id,
+                    )
+                )
         finally:
             decoded.unpersist()
         summary.add_batch(counts)
@@ -195,13 +268,27 @@ def _run_streaming(
     if request.trigger == AVAILABLE_NOW:
         writer = writer.trigger(availableNow=True)
     else:
-        writer = writer.trigger(processingTime=request.trigger[len(PROCESSING_TIME_PREFIX):])
+        writer = writer.trigger(processingTime=request.trigger[len(PROCESSING_TIME_PREFIX) :])
     query = writer.start()
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         query.stop()
     return summary
+
+
+def _state_topics(settings: Settings, request: IngestRequest, decoded: DataFrame) -> list[str]:
+    """Topics of this batch whose state table is kept: all with --state, else those
+    listed in settings.state_topics."""
+    if not request.state and not settings.state_topics:
+        return []
+    if request.topic_pattern:
+        present = [r["kafka_topic"] for r in decoded.select("kafka_topic").distinct().collect()]
+    else:
+        present = list(request.topics)
+    if request.state:
+        return sorted(present)
+    return sorted(t for t in present if t in settings.state_topics)
 
 
 def _refuse_silent_replay(
@@ -256,7 +343,8 @@ def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[st
         for name in (EVENTS, REJECTS)
     ]
     rows = (
-        frames[0].unionByName(frames[1])
+        frames[0]
+        .unionByName(frames[1])
         .groupBy("kafka_topic", "kafka_partition")
         .agg(F.max("kafka_offset").alias("last"))
         .collect()

@@ -11,9 +11,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eventlake.settings import Settings
@@ -28,6 +29,47 @@ def make_producer(settings: Settings, **options: Any) -> Producer:
     config.update({"partitioner": JAVA_COMPATIBLE_PARTITIONER, "linger.ms": 20})
     config.update(options)
     return Producer(config)
+
+
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
+
+
+class DeliveryError(RuntimeError):
+    """The broker refused records; the message names the first error."""
+
+
+def produce_all(
+    settings: Settings, topic: str, records: Iterable[Record], timeout: float = 60.0
+) -> int:
+    """Produce (key, value, headers) records and wait for every delivery report.
+
+    ``flush`` alone only says the queue drained; a refused record (e.g. a keyless
+    record on a compacted topic) shows up only in its delivery report.
+
+    Example:
+        >>> produce_all(settings, "orders", [(b"k", b"v", [("ce_id", b"1")])])
+        1
+    """
+    producer = make_producer(settings)
+    errors: list[str] = []
+
+    def on_delivery(error: KafkaError | None, _message: object) -> None:
+        if error is not None:
+            errors.append(str(error))
+
+    count = 0
+    for key, value, headers in records:
+        typed_headers: list[tuple[str, str | bytes | None]] = list(headers)
+        producer.produce(
+            topic, key=key, value=value, headers=typed_headers, on_delivery=on_delivery
+        )
+        producer.poll(0)
+        count += 1
+    if producer.flush(timeout):
+        raise DeliveryError(f"records to {topic} still queued after {timeout}s")
+    if errors:
+        raise DeliveryError(f"{len(errors)} of {count} records to {topic} failed: {errors[0]}")
+    return count
 
 
 def make_admin(settings: Settings) -> AdminClient:

@@ -34,7 +34,9 @@ def register_tables(spark: SparkSession, settings: Settings) -> list[str]:
     return names
 
 
-def run_query(spark: SparkSession, sql: str, *, output_format: str = "table", limit: int = 50) -> str:
+def run_query(
+    spark: SparkSession, sql: str, *, output_format: str = "table", limit: int = 50
+) -> str:
     """Run SQL and render at most ``limit`` rows as an aligned table or JSON lines."""
     frame = spark.sql(sql)
     if output_format == "json":

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from eventlake.kafka import create_topic, make_producer
+from eventlake.kafka import create_topic, produce_all
 from eventlake.settings import Settings
 
 Header = tuple[str, bytes]
@@ -120,14 +120,7 @@ def produce_samples(
 ) -> ProducedSamples:
     """Create the topic (compacted) if needed and produce ``count`` sample records."""
     create_topic(settings, topic, partitions=partitions, config={"cleanup.policy": "compact"})
-    producer = make_producer(settings)
-    valid = invalid = 0
-    for record in sample_records(count, seed=seed):
-        producer.produce(topic, key=record.key, value=record.value, headers=record.headers)
-        producer.poll(0)
-        valid += record.valid
-        invalid += not record.valid
-    remaining = producer.flush(30)
-    if remaining:
-        raise RuntimeError(f"{remaining} sample records were not delivered to {topic}")
-    return ProducedSamples(topic=topic, valid=valid, invalid=invalid)
+    records = list(sample_records(count, seed=seed))
+    produce_all(settings, topic, [(r.key, r.value, r.headers) for r in records])
+    valid = sum(r.valid for r in records)
+    return ProducedSamples(topic=topic, valid=valid, invalid=len(records) - valid)

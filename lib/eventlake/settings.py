@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     kafka_password: SecretStr | None = Field(
         default=None, description="SASL password; kept out of logs and command lines."
     )
+    state_topics: list[str] = Field(
+        default_factory=list,
+        description="Compacted topics whose state/<topic> table ingest keeps current "
+        '(JSON list, e.g. ["customers"]).',
+    )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."
     )

@@ -71,7 +71,12 @@ def build_spark_session(
     When a session already runs in this process (a test session, a spark-submit driver),
     it is returned as-is: Spark allows one per JVM.
     """
-    builder = SparkSession.builder.master(settings.spark_master).appName(app_name)
+    from pyspark import SparkConf
+
+    builder = SparkSession.builder.appName(app_name)
+    # Under spark-submit, --master (e.g. from Airflow's spark_default connection) wins.
+    if not SparkConf().contains("spark.master"):
+        builder = builder.master(settings.spark_master)
     for key, value in spark_conf(settings, ui=ui).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,0 +1,86 @@
+"""
+### eventlake_ingest
+
+Every 10 minutes, land the CloudEvents of the configured Kafka topics in the Delta
+tables `events` and `rejects`: one `spark-submit` of `jobs/ingest_cloudevents.py` per
+topic (a mapped task), reading what the topic holds and stopping (`available-now`).
+
+* **Topics**: `EVENTLAKE_TOPICS` (comma-separated, default `demo.orders`), or the
+  `topics` param of a manual run.
+* **Backfill/replay**: trigger with `ending_offsets` (`latest` or per-partition JSON):
+  a bounded run that adds only records not already in the tables.
+* **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
+* **Spark master**: the `spark_default` connection. Kafka and the warehouse come from
+  the `EVENTLAKE_*` settings of the worker.
+
+Params are validated before the run is created: a bad topic name is refused.
+Updates the assets `eventlake.events` and `eventlake.rejects`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import dag, task
+
+from eventlake import orchestration
+from eventlake.settings import load_settings
+
+#: The job script, beside the dags/ folder (a checkout, or /opt/eventlake in the image).
+INGEST_JOB = Path(__file__).resolve().parents[1] / "jobs" / "ingest_cloudevents.py"
+
+_settings = load_settings()
+
+
+@dag(
+    dag_id="eventlake_ingest",
+    schedule="*/10 * * * *",
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    dagrun_timeout=timedelta(hours=1),
+    default_args={
+        "owner": "eventlake",
+        "retries": 2,
+        "retry_delay": timedelta(minutes=2),
+        "execution_timeout": timedelta(minutes=30),
+    },
+    params=orchestration.ingest_params(orchestration.configured_topics()),
+    tags=["eventlake"],
+    doc_md=__doc__,
+)
+def eventlake_ingest() -> None:
+    # A plan that fails has bad params or no jars: retrying would not help.
+    @task(retries=0)
+    def plan(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Check the params; one spark-submit (args, conf, jars, env) per topic."""
+        return orchestration.plan_ingest(params or {}, load_settings())
+
+    @task.short_circuit
+    def submit_unless_dry_run(
+        submits: list[dict[str, Any]], params: dict[str, Any] | None = None
+    ) -> bool:
+        """Log the commands; a dry run stops here and the submits are skipped."""
+        dry_run = bool((params or {}).get("dry_run"))
+        for line in orchestration.dry_run_report(INGEST_JOB, submits):
+            print(("dry run, would run: " if dry_run else "will run: ") + line)
+        return not dry_run
+
+    submits = plan()
+    ingest = SparkSubmitOperator.partial(
+        task_id="ingest",
+        application=str(INGEST_JOB),
+        conn_id=orchestration.SPARK_CONN_ID,
+        name="eventlake-ingest",
+        outlets=[orchestration.events_asset(_settings), orchestration.rejects_asset(_settings)],
+        # One driver at a time: a small worker, and no race on first table creation.
+        max_active_tis_per_dagrun=1,
+        map_index_template="{{ task.application_args[1] }}",
+    ).expand_kwargs(submits)
+    submit_unless_dry_run(submits) >> ingest
+
+
+eventlake_ingest()

@@ -1,0 +1,149 @@
+"""Compaction awareness: can a state table have missed deletions?
+
+Kafka's log cleaner removes a tombstone ``delete.retention.ms`` after the segment
+holding it was cleaned. A reader whose last pass over a compacted topic is older than
+that window, and that has records left to read, may find the tombstones of that gap
+already gone: the deleted keys would stay in its state table. This module reads the
+topic's configuration and offsets with the admin client and says so, recommending
+``eventlake reconcile``.
+
+Example:
+    >>> report = check_compaction(spark, settings, "customers")
+    >>> report.at_risk, report.message
+    (False, 'customers: compacted, delete.retention.ms=86400000; last state update 3 min ago ...')
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.kafka import make_admin
+from eventlake.settings import Settings
+from eventlake.state import state_path
+
+TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """A compacted topic's settings and offsets next to the state table's position."""
+
+    topic: str
+    cleanup_policy: str
+    delete_retention_ms: int
+    min_compaction_lag_ms: int
+    log_start_offsets: dict[int, int]
+    end_offsets: dict[int, int]
+    next_offsets: dict[int, int] = field(default_factory=dict)
+    last_state_update_ms: int | None = None
+    at_risk: bool = False
+    message: str = ""
+
+
+def topic_configs(settings: Settings, topic: str, timeout: float = 30.0) -> dict[str, str]:
+    """cleanup.policy, delete.retention.ms and min.compaction.lag.ms of a topic."""
+    admin = make_admin(settings)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
+    return {name: entries[name].value for name in TOPIC_CONFIGS if name in entries}
+
+
+def topic_offsets(
+    settings: Settings, topic: str, timeout: float = 30.0
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(log start offsets, end offsets) per partition."""
+    admin = make_admin(settings)
+    partitions = admin.list_topics(topic, timeout=timeout).topics[topic].partitions
+    result: list[dict[int, int]] = []
+    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+        request = {TopicPartition(topic, p): spec for p in partitions}
+        futures = admin.list_offsets(request, request_timeout=timeout)
+        result.append({tp.partition: f.result(timeout=timeout).offset for tp, f in futures.items()})
+    return result[0], result[1]
+
+
+def _state_position(
+    spark: SparkSession, settings: Settings, topic: str
+) -> tuple[dict[int, int], int | None]:
+    """Next offsets already ingested (events and rejects) and the state table's last commit."""
+    from delta.tables import DeltaTable
+
+    path = str(state_path(settings, topic))
+    if not DeltaTable.isDeltaTable(spark, path):
+        return {}, None
+    last_commit = DeltaTable.forPath(spark, path).history(1).collect()[0]["timestamp"]
+    frames = []
+    for name in ("events", "rejects"):
+        table = str(settings.table_path(name))
+        if DeltaTable.isDeltaTable(spark, table):
+            frames.append(
+                spark.read.format("delta")
+                .load(table)
+                .where(F.col("kafka_topic") == topic)
+                .select("kafka_partition", "kafka_offset")
+            )
+    next_offsets: dict[int, int] = {}
+    if frames:
+        union = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        for row in union.groupBy("kafka_partition").agg(F.max("kafka_offset").alias("m")).collect():
+            next_offsets[int(row["kafka_partition"])] = int(row["m"]) + 1
+    return next_offsets, int(last_commit.timestamp() * 1000)
+
+
+def check_compaction(
+    spark: SparkSession, settings: Settings, topic: str, *, now_ms: int | None = None
+) -> CompactionReport:
+    """Compare the topic's tombstone retention with how far behind the state table is."""
+    configs = topic_configs(settings, topic)
+    log_start, end = topic_offsets(settings, topic)
+    policy = configs.get("cleanup.policy", "delete")
+    retention = int(configs.get("delete.retention.ms", "86400000"))
+    lag = int(configs.get("min.compaction.lag.ms", "0"))
+    next_offsets, last_update = _state_position(spark, settings, topic)
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+
+    behind = {p: end[p] - next_offsets.get(p, log_start[p]) for p in end}
+    unread = any(v > 0 for v in behind.values())
+    at_risk = (
+        "compact" in policy
+        and last_update is not None
+        and unread
+        and now_ms - last_update > retention
+    )
+    if "compact" not in policy:
+        message = f"{topic}: cleanup.policy={policy}, not compacted; no tombstone risk"
+    elif last_update is None:
+        message = (
+            f"{topic}: compacted, no state table yet; a first full read sees the topic as it is"
+        )
+    elif at_risk:
+        minutes = (now_ms - last_update) / 60000
+        message = (
+            f"{topic}: WARNING state table last updated {minutes:.1f} min ago, longer than "
+            f"delete.retention.ms={retention} ms, with {sum(behind.values())} records unread: "
+            "tombstones may have been compacted away unseen, so deleted keys may linger. "
+            f"Run `eventlake reconcile --topic {topic}`."
+        )
+    else:
+        message = (
+            f"{topic}: compacted, delete.retention.ms={retention}; state table within the "
+            "tombstone retention window"
+        )
+    return CompactionReport(
+        topic=topic,
+        cleanup_policy=policy,
+        delete_retention_ms=retention,
+        min_compaction_lag_ms=lag,
+        log_start_offsets=log_start,
+        end_offsets=end,
+        next_offsets=next_offsets,
+        last_state_update_ms=last_update,
+        at_risk=at_risk,
+        message=message,
+    )

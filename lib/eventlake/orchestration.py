@@ -1,0 +1,415 @@
+"""What the Airflow DAGs need, kept out of the DAG files so it can be tested on its own.
+
+* the configured topics (``EVENTLAKE_TOPICS``, comma-separated, default ``demo.orders``);
+* the DAG params of the ingest DAG (JSON schema, validated by Airflow before a run
+  starts) and :class:`IngestParams`, the same rules checked again in Python;
+* one ``spark-submit`` per topic: application args, Spark conf, jars and environment
+  for :class:`~airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator`,
+  all derived from :mod:`eventlake.settings`; the master comes from the Airflow
+  connection ``spark_default``, never from here;
+* the Airflow assets the ingest job updates (the ``events`` and ``rejects`` tables).
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> params = IngestParams.from_params({"topics": ["orders"], "dry_run": False})
+    >>> ingest_application_args(params)
+    [['--topic', 'orders', '--starting-offsets', 'earliest', '--trigger', 'available-now']]
+    >>> plan = plan_ingest({"topics": ["orders", "payments"]}, load_settings())
+    >>> [sorted(submit) for submit in plan][0]
+    ['application_args', 'conf', 'env_vars', 'jars']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from airflow.sdk import Asset, Param
+
+from eventlake.settings import Settings
+from eventlake.spark import spark_conf, spark_jars
+from eventlake.tables import EVENTS, REJECTS
+
+#: Environment variable naming the topics the DAGs ingest, comma-separated.
+TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
+DEFAULT_TOPICS: Final = ("demo.orders",)
+#: Kafka's legal topic names (``.`` and ``..`` excepted, see :func:`check_topic`).
+TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
+#: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
+SPARK_CONN_ID: Final = "spark_default"
+EVENTS_ASSET_NAME: Final = "eventlake.events"
+REJECTS_ASSET_NAME: Final = "eventlake.rejects"
+
+# JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
+_STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
+_ENDING_OFFSETS_PATTERN: Final = r"^(latest|\{[\s\S]*\})$"
+_TOPIC_RE: Final = re.compile(TOPIC_NAME_PATTERN)
+_RESERVED_TOPIC_NAMES: Final = (".", "..")
+
+
+class OrchestrationError(ValueError):
+    """A DAG param or setting cannot be turned into a job run; the message says why."""
+
+
+def check_topic(name: str) -> str:
+    """Return ``name`` when it is a legal Kafka topic name, else raise.
+
+    Example:
+        >>> check_topic("demo.orders")
+        'demo.orders'
+        >>> check_topic("bad topic!")
+        Traceback (most recent call last):
+        ...
+        eventlake.orchestration.OrchestrationError: Invalid Kafka topic name 'bad topic!': ...
+    """
+    if not _TOPIC_RE.fullmatch(name) or name in _RESERVED_TOPIC_NAMES:
+        raise OrchestrationError(
+            f"Invalid Kafka topic name {name!r}: use 1-249 characters of "
+            "letters, digits, '.', '_' and '-' (not '.' or '..')."
+        )
+    return name
+
+
+def configured_topics(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The topics to ingest: ``EVENTLAKE_TOPICS`` (comma-separated), else ``demo.orders``.
+
+    Blanks around names are ignored, duplicates dropped (first one kept); an empty list
+    or an illegal name raises, so a bad setting shows as a DAG import error.
+
+    Example:
+        >>> configured_topics({"EVENTLAKE_TOPICS": "orders, payments,orders"})
+        ['orders', 'payments']
+        >>> configured_topics({})
+        ['demo.orders']
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(TOPICS_ENV)
+    if raw is None:
+        return list(DEFAULT_TOPICS)
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    if not names:
+        raise OrchestrationError(f"{TOPICS_ENV} is set but names no topic: {raw!r}")
+    return [check_topic(name) for name in dict.fromkeys(names)]
+
+
+def _parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:
+    try:
+        parsed = json.loads(spec)
+    except json.JSONDecodeError as error:
+        raise OrchestrationError(f"{label} is not valid JSON: {error}") from None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(partitions, dict)
+        and all(
+            isinstance(partition, str)
+            and partition.isdigit()
+            and isinstance(offset, int)
+            and not isinstance(offset, bool)
+            for partition, offset in partitions.items()
+        )
+        for partitions in parsed.values()
+    ):
+        raise OrchestrationError(
+            f'{label} must look like {{"topic": {{"0": 42, "1": 7}}}} '
+            "(partition numbers as strings, offsets as integers)."
+        )
+    return parsed
+
+
+def topic_offsets(spec: str, topic: str, *, default: str) -> str:
+    """The part of an offsets spec that concerns one topic's job.
+
+    ``earliest``/``latest`` apply to every topic as they are. Per-partition JSON is cut
+    down to ``topic`` (Spark refuses offsets of topics a job does not read); a topic the
+    JSON does not name gets ``default``.
+
+    Example:
+        >>> topic_offsets('{"a": {"0": 5}, "b": {"0": 9}}', "a", default="earliest")
+        '{"a": {"0": 5}}'
+        >>> topic_offsets('{"a": {"0": 5}}', "b", default="latest")
+        'latest'
+        >>> topic_offsets("latest", "b", default="earliest")
+        'latest'
+    """
+    if not spec.lstrip().startswith("{"):
+        return spec
+    parsed = _parse_offsets_json(spec, "offsets")
+    return json.dumps({topic: parsed[topic]}) if topic in parsed else default
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """The ingest DAG's params, checked: what one DAG run ingests and how.
+
+    Example:
+        >>> IngestParams.from_params({"topics": ["a", "b"], "ending_offsets": "latest"}).bounded
+        True
+    """
+
+    topics: tuple[str, ...]
+    starting_offsets: str = "earliest"
+    ending_offsets: str | None = None
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.topics:
+            raise OrchestrationError("topics: give at least one topic.")
+        for topic in self.topics:
+            check_topic(topic)
+        if len(set(self.topics)) != len(self.topics):
+            raise OrchestrationError(f"topics: names repeat in {list(self.topics)}.")
+        self._check_offsets("starting_offsets", self.starting_offsets, ("earliest", "latest"))
+        if self.ending_offsets is not None:
+            self._check_offsets("ending_offsets", self.ending_offsets, ("latest",))
+
+    def _check_offsets(self, label: str, spec: str, keywords: tuple[str, ...]) -> None:
+        if spec in keywords:
+            return
+        if not spec.lstrip().startswith("{"):
+            raise OrchestrationError(
+                f"{label}: {spec!r} is neither one of {list(keywords)} nor per-partition JSON."
+            )
+        unknown = sorted(set(_parse_offsets_json(spec, label)) - set(self.topics))
+        if unknown:
+            raise OrchestrationError(f"{label} names topics this run does not read: {unknown}.")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> IngestParams:
+        """Build from a DAG run's params (missing keys take the defaults).
+
+        Example:
+            >>> IngestParams.from_params({"topics": ["orders"]}).starting_offsets
+            'earliest'
+        """
+        topics = params.get("topics")
+        if not isinstance(topics, list | tuple) or not all(isinstance(t, str) for t in topics):
+            raise OrchestrationError(f"topics must be a list of strings, not {topics!r}.")
+        starting = params.get("starting_offsets", "earliest")
+        ending = params.get("ending_offsets")
+        dry_run = params.get("dry_run", False)
+        if not isinstance(starting, str):
+            raise OrchestrationError(f"starting_offsets must be a string, not {starting!r}.")
+        if ending is not None and not isinstance(ending, str):
+            raise OrchestrationError(f"ending_offsets must be a string or null, not {ending!r}.")
+        if not isinstance(dry_run, bool):
+            raise OrchestrationError(f"dry_run must be true or false, not {dry_run!r}.")
+        return cls(tuple(topics), starting, ending, dry_run)
+
+    @property
+    def bounded(self) -> bool:
+        """True for a bounded batch run (backfill/replay) up to ``ending_offsets``."""
+        return self.ending_offsets is not None
+
+    def application_args(self, topic: str) -> list[str]:
+        """Arguments of ``jobs/ingest_cloudevents.py`` (= ``eventlake ingest``) for one topic.
+
+        The job's checkpoint is its default, per topic, so that a DAG run continues where
+        ``eventlake ingest --topic <topic>`` (or the previous run) stopped.
+
+        Example:
+            >>> IngestParams(("a",), ending_offsets="latest").application_args("a")
+            ['--topic', 'a', '--starting-offsets', 'earliest', '--ending-offsets', 'latest']
+        """
+        args = [
+            "--topic",
+            topic,
+            "--starting-offsets",
+            topic_offsets(self.starting_offsets, topic, default="earliest"),
+        ]
+        if self.ending_offsets is None:
+            return [*args, "--trigger", "available-now"]
+        return [
+            *args,
+            "--ending-offsets",
+            topic_offsets(self.ending_offsets, topic, default="latest"),
+        ]
+
+
+def ingest_application_args(params: IngestParams) -> list[list[str]]:
+    """One argument list per topic: the ingest DAG maps one spark-submit over each.
+
+    Example:
+        >>> [args[1] for args in ingest_application_args(IngestParams(("a", "b")))]
+        ['a', 'b']
+    """
+    return [params.application_args(topic) for topic in params.topics]
+
+
+def submit_conf(settings: Settings) -> dict[str, str]:
+    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` without
+    ``spark.jars`` (that goes to the operator's ``jars``, i.e. ``--jars``).
+
+    Example:
+        >>> submit_conf(load_settings())["spark.sql.extensions"]
+        'io.delta.sql.DeltaSparkSessionExtension'
+    """
+    conf = spark_conf(settings)
+    conf.pop("spark.jars", None)
+    return conf
+
+
+def submit_jars(settings: Settings) -> str:
+    """The jars folder's jars, comma-separated, for the operator's ``jars`` argument.
+
+    Raises :class:`eventlake.spark.MissingJarsError` when the folder is incomplete.
+
+    Example:
+        >>> Path(submit_jars(load_settings()).split(",")[0]).name
+        'commons-pool2-2.12.1.jar'
+    """
+    return ",".join(str(jar) for jar in spark_jars(settings))
+
+
+def job_env(settings: Settings) -> dict[str, str]:
+    """Environment of the spark-submit process, on top of the worker's own: the job's
+    settings that must match the DAG's (credentials are never passed this way).
+
+    Example:
+        >>> job_env(load_settings(bootstrap_servers="kafka:9092"))["EVENTLAKE_BOOTSTRAP_SERVERS"]
+        'kafka:9092'
+    """
+    return {
+        "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
+    }
+
+
+def submit_kwargs(settings: Settings, application_args: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``,
+    ``jars`` and ``env_vars``. Raises :class:`eventlake.spark.MissingJarsError` when the
+    jars folder is incomplete.
+
+    Example:
+        >>> sorted(submit_kwargs(load_settings(), ["--topic", "a"]))
+        ['application_args', 'conf', 'env_vars', 'jars']
+    """
+    return {
+        "application_args": list(application_args),
+        "conf": submit_conf(settings),
+        "jars": submit_jars(settings),
+        "env_vars": job_env(settings),
+    }
+
+
+def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """One :func:`submit_kwargs` per topic of a DAG run, from the run's params.
+
+    The ingest DAG maps SparkSubmitOperator over this list (``expand_kwargs``). Raises
+    :class:`OrchestrationError` on bad params, before anything is submitted.
+
+    Example:
+        >>> [kw["application_args"][:2] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
+        [['--topic', 'a'], ['--topic', 'b']]
+    """
+    checked = IngestParams.from_params(params)
+    return [submit_kwargs(settings, args) for args in ingest_application_args(checked)]
+
+
+def spark_submit_args(
+    application: str | Path, submit: Mapping[str, Any], *, master: str | None = None
+) -> list[str]:
+    """The spark-submit command line of one :func:`submit_kwargs` entry, for logs and
+    dry runs (the operator builds the same one). ``master`` is left out unless given:
+    in a DAG it comes from the ``spark_default`` connection.
+
+    Example:
+        >>> submit = {"application_args": ["--topic", "a"], "conf": {"k": "v"}, "jars": "x.jar"}
+        >>> " ".join(spark_submit_args("job.py", submit, master="local[2]"))
+        'spark-submit --master local[2] --conf k=v --jars x.jar job.py --topic a'
+    """
+    command = ["spark-submit"]
+    if master is not None:
+        command += ["--master", master]
+    for key, value in submit.get("conf", {}).items():
+        command += ["--conf", f"{key}={value}"]
+    if submit.get("jars"):
+        command += ["--jars", submit["jars"]]
+    return [*command, str(application), *submit.get("application_args", [])]
+
+
+def dry_run_report(application: str | Path, plan: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Shell-quoted command lines of a plan, with the environment they would get.
+
+    Example:
+        >>> plan = [{"application_args": ["--topic", "a"], "env_vars": {"A": "1"}}]
+        >>> dry_run_report("job.py", plan)
+        ['A=1 spark-submit job.py --topic a']
+    """
+    lines = []
+    for submit in plan:
+        env_vars = submit.get("env_vars", {})
+        env = [f"{key}={shlex.quote(str(value))}" for key, value in env_vars.items()]
+        lines.append(" ".join([*env, shlex.join(spark_submit_args(application, submit))]))
+    return lines
+
+
+def ingest_params(default_topics: Sequence[str]) -> dict[str, Param]:
+    """The ingest DAG's params: JSON-schema validated by Airflow before a run is created.
+
+    Example:
+        >>> sorted(ingest_params(["demo.orders"]))
+        ['dry_run', 'ending_offsets', 'starting_offsets', 'topics']
+    """
+    return {
+        "topics": Param(
+            list(default_topics),
+            type="array",
+            items={"type": "string", "pattern": TOPIC_NAME_PATTERN, "not": {"enum": [".", ".."]}},
+            minItems=1,
+            uniqueItems=True,
+            title="Topics",
+            description="Kafka topics to ingest; one spark-submit per topic.",
+        ),
+        "starting_offsets": Param(
+            "earliest",
+            type="string",
+            pattern=_STARTING_OFFSETS_PATTERN,
+            title="Starting offsets",
+            description="'earliest', 'latest' or per-partition JSON "
+            '({"topic": {"0": 42}}); used when a topic\'s checkpoint is new.',
+        ),
+        "ending_offsets": Param(
+            None,
+            type=["null", "string"],
+            pattern=_ENDING_OFFSETS_PATTERN,
+            title="Ending offsets",
+            description="Empty for the usual incremental run; 'latest' or per-partition "
+            "JSON for a bounded backfill/replay that adds only records not yet ingested.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Only log the spark-submit commands; submit nothing.",
+        ),
+    }
+
+
+def _table_asset(settings: Settings, table: str, name: str) -> Asset:
+    uri = Path(settings.table_path(table)).resolve().as_uri()
+    return Asset(name=name, uri=uri)
+
+
+def events_asset(settings: Settings) -> Asset:
+    """The ``events`` Delta table as an Airflow asset (``file://`` URI of its folder).
+
+    Example:
+        >>> events_asset(load_settings(warehouse="/warehouse")).uri
+        'file:///warehouse/events'
+    """
+    return _table_asset(settings, EVENTS, EVENTS_ASSET_NAME)
+
+
+def rejects_asset(settings: Settings) -> Asset:
+    """The ``rejects`` Delta table as an Airflow asset.
+
+    Example:
+        >>> rejects_asset(load_settings(warehouse="/warehouse")).name
+        'eventlake.rejects'
+    """
+    return _table_asset(settings, REJECTS, REJECTS_ASSET_NAME)

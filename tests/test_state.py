@@ -1,0 +1,175 @@
+"""State tables on the real broker: put, update, tombstone, re-create; null keys;
+binary vs structured no-data; crash between the events write and the state MERGE."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake import ingest as ingest_module
+from eventlake.broker import LocalBroker
+from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.settings import Settings
+from eventlake.state import state_path
+from tests.helpers import binary_headers, read_table, structured_value
+
+JSON_CT = [("content-type", b"application/cloudevents+json")]
+
+
+def _send(settings: Settings, topic: str, records: list[Record]) -> None:
+    produce_all(settings, topic, records)
+
+
+def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:
+    rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
+    return {bytes(r.kafka_key): r.id for r in rows}
+
+
+def _ingest(spark: SparkSession, settings: Settings, topic: str) -> IngestSummary:
+    return run_ingest(spark, settings, IngestRequest(topics=(topic,), state=True))
+
+
+@pytest.fixture
+def topic(broker: LocalBroker, warehouse_settings: Settings, topic_name: str) -> Iterator[str]:
+    create_topic(warehouse_settings, topic_name, config={"cleanup.policy": "compact"})
+    yield topic_name
+
+
+def test_one_batch_put_update_tombstone_recreate(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(
+        warehouse_settings,
+        topic,
+        [
+            (b"a", b"1", binary_headers("a1")),
+            (b"a", b"2", binary_headers("a2")),
+            (b"a", None, binary_headers("a3")),  # binary event with no data: tombstone
+            (b"a", b"4", binary_headers("a4")),  # re-created
+            (b"b", b"1", binary_headers("b1")),
+            (b"b", None, binary_headers("b2")),
+        ],
+    )
+    _ingest(spark, warehouse_settings, topic)
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a4"}
+
+
+def test_across_batches_later_record_wins(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    steps = [
+        ([(b"a", b"1", binary_headers("a1"))], {b"a": "a1"}),
+        ([(b"a", b"2", binary_headers("a2"))], {b"a": "a2"}),
+        ([(b"a", None, binary_headers("a3"))], {}),
+        ([(b"a", b"4", binary_headers("a4"))], {b"a": "a4"}),
+    ]
+    for records, expected in steps:
+        _send(warehouse_settings, topic, records)
+        _ingest(spark, warehouse_settings, topic)
+        assert _state(spark, warehouse_settings, topic) == expected
+
+
+def test_tombstone_for_unknown_key_is_harmless(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(warehouse_settings, topic, [(b"ghost", None, []), (b"a", b"1", binary_headers("a1"))])
+    _ingest(spark, warehouse_settings, topic)
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+
+
+def test_plain_tombstone_deletes_and_structured_no_data_updates(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(
+        warehouse_settings,
+        topic,
+        [
+            (b"a", b"1", binary_headers("a1")),
+            (b"b", b"1", binary_headers("b1")),
+            (b"a", None, []),  # plain Kafka tombstone: not a CloudEvent, still a delete
+            (b"b", structured_value("b2"), JSON_CT),  # structured, no data: an update
+        ],
+    )
+    _ingest(spark, warehouse_settings, topic)
+    assert _state(spark, warehouse_settings, topic) == {b"b": "b2"}
+
+
+def test_null_key_records_are_counted_not_applied(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # A compacted topic refuses keyless records, so this case needs a delete-policy topic.
+    create_topic(warehouse_settings, topic_name)
+    topic = topic_name
+    _send(
+        warehouse_settings,
+        topic,
+        [(None, b"1", binary_headers("n1")), (b"a", b"1", binary_headers("a1"))],
+    )
+    summary = _ingest(spark, warehouse_settings, topic)
+    assert summary.state_skipped_no_key == 1
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+
+
+def test_change_feed_shows_deletes(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    _ingest(spark, warehouse_settings, topic)
+    _send(warehouse_settings, topic, [(b"a", None, binary_headers("a2"))])
+    _ingest(spark, warehouse_settings, topic)
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(str(state_path(warehouse_settings, topic)))
+        .where("_change_type = 'delete'")
+        .collect()
+    )
+    assert [(bytes(r.kafka_key), r.id) for r in changes] == [(b"a", "a1")]
+
+
+def test_crash_between_events_write_and_state_merge_recovers(
+    spark: SparkSession, warehouse_settings: Settings, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _send(
+        warehouse_settings,
+        topic,
+        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1"))],
+    )
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("driver died after the events append")
+
+    monkeypatch.setattr(ingest_module, "apply_state", crash)
+    with pytest.raises(Exception, match="driver died"):
+        _ingest(spark, warehouse_settings, topic)
+    assert read_table(spark, warehouse_settings, "events").count() == 2
+    monkeypatch.undo()
+    _ingest(spark, warehouse_settings, topic)
+    assert read_table(spark, warehouse_settings, "events").count() == 2
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1", b"b": "b1"}
+
+
+def test_replayed_batch_does_not_merge_twice(
+    spark: SparkSession, warehouse_settings: Settings, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from delta.tables import DeltaTable
+
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    original = IngestSummary.add_batch
+
+    def crash_after_writes(self: IngestSummary, counts: dict[str | None, int]) -> None:
+        raise RuntimeError("driver died after the state MERGE, before the checkpoint commit")
+
+    monkeypatch.setattr(IngestSummary, "add_batch", crash_after_writes)
+    with pytest.raises(Exception, match="driver died"):
+        _ingest(spark, warehouse_settings, topic)
+    path = str(state_path(warehouse_settings, topic))
+    versions_before = DeltaTable.forPath(spark, path).history().count()
+    monkeypatch.setattr(IngestSummary, "add_batch", original)
+    _ingest(spark, warehouse_settings, topic)
+    assert DeltaTable.forPath(spark, path).history().count() == versions_before
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
