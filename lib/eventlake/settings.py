@@ -49,6 +49,10 @@ class Settings(BaseSettings):
         default=PROJECT_ROOT / "infra" / "jars" / "kafka",
         description="Folder holding the Apache Kafka broker jars (make jars).",
     )
+    log_config: Path = Field(
+        default=PROJECT_ROOT / "infra" / "log4j2.properties",
+        description="log4j2 configuration of Spark drivers (warnings and errors only).",
+    )
     broker_dir: Path = Field(
         default=PROJECT_ROOT / "var" / "broker",
         description="Data, logs and pid file of the local broker.",

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -46,7 +47,7 @@ def spark_jars(settings: Settings) -> list[Path]:
 
 def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
     """The Spark configuration eventlake runs with, also used to build spark-submit calls."""
-    return {
+    conf = {
         "spark.jars": ",".join(str(jar) for jar in spark_jars(settings)),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -59,8 +60,16 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         # Keep the Derby metastore and spark-warehouse out of the working directory.
         "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={settings.warehouse / '_derby'}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={settings.warehouse / '_derby'} "
+            f"-Dlog4j2.configurationFile={settings.log_config}"
+        ),
     }
+    if settings.spark_master.startswith("local"):
+        # A local driver serves only this machine: keep its ports on the loopback.
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
 
 
 def build_spark_session(
@@ -73,6 +82,9 @@ def build_spark_session(
     """
     from pyspark import SparkConf
 
+    if settings.spark_master.startswith("local"):
+        # Read by the JVM at start-up, before any Spark conf applies.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit, --master (e.g. from Airflow's spark_default connection) wins.
     if not SparkConf().contains("spark.master"):
