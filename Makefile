@@ -10,12 +10,13 @@ EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 DEMO_TOPIC ?= demo.orders
 
-.PHONY: help setup system-packages venv jars demo test lint test-faults clean stop
+.PHONY: help setup system-packages venv jars demo test lint test-faults bench bench-5m clean stop
 
 help:
 	@echo "make demo   - set up, start the local broker, produce samples, ingest, query"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
+	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=5M"
 	@echo "make stop   - stop the local broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
@@ -61,6 +62,13 @@ lint: venv
 
 test: setup lint
 	$(VENV)/bin/pytest -m "not faults and not bench"
+
+# Benchmarks: not part of `make test` (a 2,000-event smoke run is). Results in results/.
+bench: setup
+	$(PY) tests/benchmarks/bench.py --sizes 100000 1000000 --repeats 3
+
+bench-5m: setup
+	$(PY) tests/benchmarks/bench.py --sizes 5000000 --repeats 3
 
 test-faults: setup
 	$(VENV)/bin/pytest -m faults
