@@ -145,14 +145,22 @@ class LocalBroker:
     def _write_config(self) -> None:
         port = self.settings.broker_port
         controller = self.settings.controller_port
+        listeners = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
+        advertised = f"PLAINTEXT://127.0.0.1:{port}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        sasl_port = self.settings.broker_sasl_port
+        if sasl_port is not None:
+            listeners += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+            advertised += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+            protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
         lines = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": listeners,
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.data_dir),
             "num.partitions": "1",
@@ -167,6 +175,13 @@ class LocalBroker:
             "log.cleaner.backoff.ms": "1000",
             "log.retention.check.interval.ms": "5000",
         }
+        if sasl_port is not None:
+            # Users come from the SCRAM credentials stored in the cluster metadata
+            # (see provision_scram_user); the JAAS line holds no secret.
+            lines["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+            lines["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
         self.config_file.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
 
     def _format_storage(self, java: str, classpath: str) -> None:
@@ -286,6 +301,22 @@ class LocalBroker:
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
         return True
+
+    def provision_scram_user(self, username: str, password: str) -> None:
+        """Create or update a SCRAM-SHA-512 user through the admin API on the plaintext
+        listener, so the password never appears on a command line or in a config file."""
+        from confluent_kafka.admin import (
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        upsert = UserScramCredentialUpsertion(
+            username, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
+        )
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=30)
 
     def kill(self) -> None:
         """SIGKILL the broker (fault injection); its pid file stays stale until next query."""

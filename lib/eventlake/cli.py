@@ -136,6 +136,7 @@ def ingest(
     """
     from eventlake.checkpoint import CheckpointMismatchError
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
+    from eventlake.kafka import KafkaConnectionError
     from eventlake.spark import MissingJarsError, build_spark_session
 
     settings = _settings(bootstrap_servers, warehouse)
@@ -152,7 +153,7 @@ def ingest(
         )
         spark = build_spark_session(settings, app_name="eventlake-ingest")
         summary = run_ingest(spark, settings, request)
-    except (IngestError, CheckpointMismatchError, MissingJarsError) as error:
+    except (IngestError, CheckpointMismatchError, MissingJarsError, KafkaConnectionError) as error:
         _fail(str(error), code=2)
     typer.echo(summary.line())
 
@@ -231,6 +232,36 @@ def samples(
     typer.echo(
         json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
     )
+
+
+@app.command()
+def check(
+    table: Annotated[str, typer.Option(help="Table to check.")] = "events",
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Check the whole table, not only rows new since last check."),
+    ] = False,
+    topic: Annotated[str | None, typer.Option(help="Check only this topic.")] = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Run the data-quality checks (Great Expectations on Spark); rules: EVENTLAKE_QUALITY.
+
+    Prints one line per expectation, appends them to <warehouse>/dq_results, rebuilds the
+    Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
+    """
+    from eventlake.quality import CheckRequest, QualityError, run_checks
+    from eventlake.spark import MissingJarsError, build_spark_session
+
+    settings = _settings(warehouse=warehouse)
+    try:
+        request = CheckRequest(table=table, full=full, topic=topic)
+        spark = build_spark_session(settings, app_name="eventlake-check")
+        report = run_checks(spark, settings, request)
+    except (QualityError, MissingJarsError) as error:
+        _fail(str(error), code=2)
+    typer.echo(report.render())
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
-from eventlake.kafka import spark_kafka_options
+from eventlake.kafka import check_connection, spark_kafka_options
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
 from eventlake.tables import EVENTS, REJECTS, ensure_tables
@@ -176,6 +176,7 @@ def _reason_counts(decoded: DataFrame) -> dict[str | None, int]:
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     """Run one ingest (streaming or bounded batch) and return its counts."""
     started = time.monotonic()
+    check_connection(settings)
     ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
     summary = (

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,6 +71,53 @@ def produce_all(
     if errors:
         raise DeliveryError(f"{len(errors)} of {count} records to {topic} failed: {errors[0]}")
     return count
+
+
+class KafkaConnectionError(RuntimeError):
+    """The cluster cannot be reached or refuses our credentials; says what to check."""
+
+
+def check_connection(settings: Settings, timeout: float = 15.0) -> None:
+    """Fail fast with a clear message when the cluster is unreachable or the credentials
+    are wrong, rather than letting a Spark job retry until it times out.
+
+    Example:
+        >>> check_connection(settings)  # returns quietly when the cluster answers
+    """
+    from confluent_kafka import KafkaException
+
+    errors: list[str] = []
+    config = settings.kafka_client_options()
+    config["error_cb"] = lambda error: errors.append(str(error))
+    config["log_level"] = 0  # this probe reports what went wrong itself
+    admin = AdminClient(config)
+    failure: str | None = None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.list_topics(timeout=1.0)
+            failure = None
+            break
+        except KafkaException as error:
+            failure = str(error)
+        admin.poll(0)  # serves error_cb, which carries authentication failures
+        if any("AUTHENTICATION" in e.upper() for e in errors) or time.monotonic() > deadline:
+            break
+    auth = [e for e in [*errors, failure or ""] if "AUTHENTICATION" in e.upper()]
+    if auth:
+        user = settings.kafka_options.get("sasl.username", "?")
+        raise KafkaConnectionError(
+            f"Kafka at {settings.bootstrap_servers} refused the credentials of user {user!r} "
+            f"({auth[0]}). Check EVENTLAKE_KAFKA_OPTIONS (sasl.mechanism, sasl.username) and "
+            "EVENTLAKE_KAFKA_PASSWORD."
+        )
+    if failure is not None:
+        detail = errors[0] if errors else failure
+        raise KafkaConnectionError(
+            f"Kafka at {settings.bootstrap_servers} did not answer within {timeout:.0f}s "
+            f"({detail}). Is the broker running (`eventlake broker status`) and is "
+            "EVENTLAKE_BOOTSTRAP_SERVERS right?"
+        )
 
 
 def make_admin(settings: Settings) -> AdminClient:

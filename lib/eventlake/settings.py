@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")
+    broker_sasl_port: int | None = Field(
+        default=None,
+        description="When set, the local broker also listens with SASL_PLAINTEXT "
+        "(SCRAM-SHA-512) on this port, for the user in kafka_options/kafka_password.",
+    )
     broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
     kafka_options: dict[str, str] = Field(
         default_factory=dict,
@@ -74,6 +79,13 @@ class Settings(BaseSettings):
     )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."
+    )
+    # Validated by eventlake.quality_config.load_quality_config when a check starts.
+    quality: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Data-quality rules (JSON, see eventlake.quality_config.QualityConfig): "
+        '{"defaults": {"max_rejects_rate": 0.01}, "topics": {"orders": {"keyed": true, '
+        '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )
 
     @property

@@ -58,6 +58,9 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # The Kafka options carry SASL credentials inside sasl.jaas.config: redact it
+        # wherever Spark prints options or plans.
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         # Keep the Derby metastore and spark-warehouse out of the working directory.
         "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
         "spark.driver.extraJavaOptions": (

@@ -1,0 +1,120 @@
+"""Authenticated Kafka: a SASL/SCRAM-SHA-512 listener on the local broker, ingest with
+credentials from settings, no password in any log or command line, and a wrong
+password giving a clear authentication error instead of a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from pydantic import SecretStr
+from pyspark.sql import SparkSession
+
+from eventlake.broker import LocalBroker
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import KafkaConnectionError, create_topic, produce_all
+from eventlake.settings import Settings
+from tests.helpers import binary_headers
+
+USER = "eventlake-app"
+SASL_OPTIONS = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "SCRAM-SHA-512",
+    "sasl.username": USER,
+}
+
+
+@pytest.fixture(scope="module")
+def password() -> str:
+    return "pw-" + secrets.token_hex(12)
+
+
+@pytest.fixture(scope="module")
+def secured_broker(
+    settings: Settings, password: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalBroker]:
+    own = settings.model_copy(
+        update={
+            "broker_port": 28092,
+            "controller_port": 28093,
+            "broker_sasl_port": 28094,
+            "broker_dir": tmp_path_factory.mktemp("sasl-broker"),
+        }
+    )
+    broker = LocalBroker(own)
+    broker.start(timeout=90)
+    broker.provision_scram_user(USER, password)
+    yield broker
+    broker.stop()
+
+
+def _client_settings(settings: Settings, warehouse: Path, password: str) -> Settings:
+    return settings.model_copy(
+        update={
+            "bootstrap_servers": "127.0.0.1:28094",
+            "kafka_options": SASL_OPTIONS,
+            "kafka_password": SecretStr(password),
+            "warehouse": warehouse,
+        }
+    )
+
+
+def test_ingest_over_scram_without_leaking_the_password(
+    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
+) -> None:
+    client = _client_settings(settings, tmp_path / "warehouse", password)
+    create_topic(client, topic_name)
+    produce_all(client, topic_name, [(b"k", b"v", binary_headers("sasl-1"))])
+
+    env = dict(
+        os.environ,
+        EVENTLAKE_BOOTSTRAP_SERVERS=client.bootstrap_servers,
+        EVENTLAKE_KAFKA_OPTIONS=json.dumps(SASL_OPTIONS),
+        EVENTLAKE_KAFKA_PASSWORD=password,
+        EVENTLAKE_WAREHOUSE=str(client.warehouse),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic_name],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    leaked_in_cmdline: list[str] = []
+    watching = threading.Event()
+
+    def watch_command_lines() -> None:
+        while not watching.wait(0.2):
+            for proc in psutil.process_iter(["cmdline"]):
+                if password in " ".join(proc.info["cmdline"] or []):
+                    leaked_in_cmdline.append(" ".join(proc.info["cmdline"]))
+
+    watcher = threading.Thread(target=watch_command_lines, daemon=True)
+    watcher.start()
+    output, _ = process.communicate(timeout=600)
+    watching.set()
+    watcher.join()
+
+    assert process.returncode == 0, output
+    assert "events=1" in output
+    assert password not in output
+    assert leaked_in_cmdline == []
+    assert password not in secured_broker.log_file.read_text(errors="replace")
+
+
+def test_wrong_password_is_a_clear_authentication_error(
+    secured_broker: LocalBroker, spark: SparkSession, settings: Settings, tmp_path: Path
+) -> None:
+    client = _client_settings(settings, tmp_path / "warehouse", "not-the-password")
+    with pytest.raises(
+        KafkaConnectionError, match="refused the credentials of user 'eventlake-app'"
+    ):
+        run_ingest(spark, client, IngestRequest(topics=("anything",)))
