@@ -6,6 +6,7 @@ temporary folder, so it never collides with a broker started by `make demo`.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,10 @@ from eventlake.settings import Settings, load_settings
 from eventlake.spark import build_spark_session
 
 # Overridable so that two suites can run side by side on one machine.
+# py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
+# after pytest closed the streams; keep that noise out of CI logs.
+logging.getLogger("py4j").setLevel(logging.WARNING)
+
 TEST_BROKER_PORT = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))
 TEST_CONTROLLER_PORT = TEST_BROKER_PORT + 1
 
