@@ -1,0 +1,14 @@
+"""spark-submit entry point of the data-quality job; same arguments as `eventlake check`.
+
+    spark-submit --jars "$(ls infra/jars/spark/*.jar | paste -sd,)" \
+        jobs/check_quality.py --topic orders
+
+Exit code 1 when a check of severity error failed.
+"""
+
+import sys
+
+from eventlake.cli import app
+
+if __name__ == "__main__":
+    app(["check", *sys.argv[1:]])
