@@ -564,6 +564,24 @@ CASES: Final[list[Case]] = [
         Reject(RejectReason.MALFORMED_JSON),
     ),
     Case(
+        "st-trailing-garbage",
+        ce_json("st-trailing-garbage") + b"}junk",
+        STRUCTURED,
+        Reject(RejectReason.MALFORMED_JSON),
+    ),
+    Case(
+        "st-two-objects",
+        ce_json("st-two-objects") + ce_json("st-two-objects-2"),
+        STRUCTURED,
+        Reject(RejectReason.MALFORMED_JSON),
+    ),
+    Case(
+        "st-whitespace-around-object",
+        b"  \n" + ce_json("st-whitespace-around-object") + b" \n",
+        STRUCTURED,
+        Event("st-whitespace-around-object", content_mode="structured"),
+    ),
+    Case(
         "st-json-array",
         b"[" + ce_json("st-json-array") + b"]",
         STRUCTURED,

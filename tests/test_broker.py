@@ -68,3 +68,21 @@ def test_taken_port_gives_clear_message(settings: Settings, tmp_path: Path) -> N
         )
         with pytest.raises(BrokerError, match=f"Port {port} .* already taken"):
             LocalBroker(taken).start(timeout=10)
+
+
+def test_cluster_id_starting_with_dash_formats(settings: Settings, tmp_path: Path) -> None:
+    """Kafka's storage tool parses arguments with argparse: an id like "-abc" must not
+    be mistaken for an option (about 1 in 64 random ids start with "-")."""
+    import eventlake.broker as broker_module
+
+    own = settings.model_copy(update={"broker_dir": tmp_path, "broker_port": 29292})
+    broker = LocalBroker(own)
+    broker.home.mkdir(parents=True, exist_ok=True)
+    original = broker_module._kafka_cluster_id
+    broker_module._kafka_cluster_id = lambda: "-" + original()[1:]
+    try:
+        broker._write_config()
+        broker._format_storage(broker._java(), broker._classpath())
+    finally:
+        broker_module._kafka_cluster_id = original
+    assert (broker.data_dir / "meta.properties").exists()

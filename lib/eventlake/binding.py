@@ -52,6 +52,11 @@ RFC3339_PATTERN: Final = (
 #: Longest detail text stored with a reject; hostile records can have huge names.
 DETAIL_MAX_CHARS: Final = 500
 
+JSON_WHITESPACE: Final = "[ \\t\\n\\r]"
+#: One JSON string token; possessive quantifiers so that long strings cannot backtrack.
+_JSON_STRING: Final = '"(?:[^"\\\\]++|\\\\.)*+"'
+_JSON_SCALAR: Final = '^(-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?|""|true|false|null)$'
+
 CONTENT_MODE_BINARY: Final = "binary"
 CONTENT_MODE_STRUCTURED: Final = "structured"
 
@@ -139,6 +144,47 @@ def _is_json_media_type(media_type: Column) -> Column:
     return media_type.isNull() | base.isin("application/json", "text/json") | base.endswith("+json")
 
 
+def single_json_shape(text: Column) -> Column:
+    """True when ``text`` has the shape of exactly one JSON value (whitespace around it
+    allowed); meant for text that also parses.
+
+    Spark's JSON parser stops after the first complete value and ignores what follows
+    (``{"a":1}}`` parses), so parsing alone is not enough: with strings blanked out,
+    the brackets must come back to depth zero exactly once, at the end, or the text is
+    a bare scalar.
+
+    Example:
+        >>> df.where(single_json_value(F.col("text")))
+    """
+    blanked = F.regexp_replace(text, _JSON_STRING, '""')
+    trimmed = F.regexp_replace(blanked, f"^{JSON_WHITESPACE}+|{JSON_WHITESPACE}+$", "")
+    brackets = F.regexp_replace(blanked, "[^\\[\\]{}]", "")
+
+    def step(acc: Column, c: Column) -> Column:
+        depth = acc["depth"] + F.when(c.isin("{", "["), 1).otherwise(-1)
+        closes = acc["closes"] + F.when(depth == 0, 1).otherwise(0)
+        return F.struct(depth.alias("depth"), closes.alias("closes"))
+
+    walk = F.aggregate(
+        F.split(brackets, ""),
+        F.struct(F.lit(0).alias("depth"), F.lit(0).alias("closes")),
+        step,
+    )
+    container = trimmed.rlike("(?s)^[\\[{].*[\\]}]$") & (walk["depth"] == 0) & (walk["closes"] == 1)
+    scalar = trimmed.rlike(_JSON_SCALAR)
+    return F.coalesce(container | scalar, F.lit(False))
+
+
+def single_json_value(text: Column) -> Column:
+    """True when ``text`` parses as JSON and holds exactly one value (see
+    :func:`single_json_shape` for why parsing alone is not enough).
+
+    Example:
+        >>> df.where(single_json_value(F.col("text")))
+    """
+    return F.coalesce(F.try_parse_json(text).isNotNull() & single_json_shape(text), F.lit(False))
+
+
 def decode_records(records: DataFrame) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
@@ -187,6 +233,7 @@ def decode_records(records: DataFrame) -> DataFrame:
             ),
             "_json_format": F.col("_structured") & (F.col("_media_type") == JSON_FORMAT_MEDIA_TYPE),
             "_value_utf8": F.expr("is_valid_utf8(cast(value as string))"),
+            "_value_text": F.col("value").cast("string"),
             # Header problems only matter in binary mode, where headers carry the event.
             "_bad_encoding": F.expr(
                 "exists(_ce_headers, h -> h.value IS NULL OR NOT is_valid_utf8(cast(h.value as "
@@ -329,7 +376,7 @@ def decode_records(records: DataFrame) -> DataFrame:
             F.lit("structured JSON value is not valid UTF-8"),
         ),
         (
-            structured_json & F.col("_json").isNull(),
+            structured_json & (F.col("_json").isNull() | ~single_json_shape(F.col("_value_text"))),
             RejectReason.MALFORMED_JSON,
             F.lit("value is not parseable JSON (syntax, duplicate member, or nesting too deep)"),
         ),

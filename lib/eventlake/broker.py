@@ -195,8 +195,8 @@ class LocalBroker:
                 classpath,
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                # "=" form: an id may start with "-", which argparse would take for an option.
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(self.config_file),
             ],

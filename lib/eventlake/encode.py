@@ -43,8 +43,10 @@ from eventlake.binding import (
     CONTENT_MODE_BINARY,
     CONTENT_MODE_STRUCTURED,
     CONTENT_TYPE_HEADER,
+    JSON_WHITESPACE,
     OPTIONAL_ATTRIBUTES,
     REQUIRED_ATTRIBUTES,
+    single_json_value,
 )
 
 #: content-type of the structured records written here (the binding's example, 3.3.1).
@@ -77,13 +79,11 @@ _MEMBER_ATTRIBUTES: Final = (
     "time",
 )
 #: JSON's four whitespace characters (RFC 8259); Spark's trim only knows the space.
-_JSON_WS: Final = "[ \\t\\n\\r]"
-#: One JSON string token; possessive quantifiers so that long strings cannot backtrack.
-_JSON_STRING: Final = '"(?:[^"\\\\]++|\\\\.)*+"'
-_JSON_SCALAR: Final = '^(-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][+-]?[0-9]+)?|""|true|false|null)$'
 #: The text after the last ``"data":`` that follows ``{`` or ``,``, up to the final brace.
 #: A ``,"`` or ``{"`` never occurs inside a JSON string (a quote there is escaped).
-_DATA_MEMBER_TAIL: Final = f'(?s)^.*[{{,]{_JSON_WS}*"data"{_JSON_WS}*:(.*)}}{_JSON_WS}*$'
+_DATA_MEMBER_TAIL: Final = (
+    f'(?s)^.*[{{,]{JSON_WHITESPACE}*"data"{JSON_WHITESPACE}*:(.*)}}{JSON_WHITESPACE}*$'
+)
 
 
 def _sql_string(text: str) -> str:
@@ -146,36 +146,6 @@ def attribute_text(name: str) -> Column:
     return F.try_element_at(F.col("extensions"), F.lit(name))
 
 
-def single_json_value(text: Column) -> Column:
-    """True when ``text`` is exactly one JSON value (whitespace around it allowed).
-
-    Spark's JSON parser stops after the first complete value and ignores what follows
-    (``{"a":1}}`` parses), so parsing alone is not enough: with strings blanked out,
-    the brackets must come back to depth zero exactly once, at the end, or the text is
-    a bare scalar.
-
-    Example:
-        >>> df.where(single_json_value(F.col("text")))
-    """
-    blanked = F.regexp_replace(text, _JSON_STRING, '""')
-    trimmed = F.regexp_replace(blanked, f"^{_JSON_WS}+|{_JSON_WS}+$", "")
-    brackets = F.regexp_replace(blanked, "[^\\[\\]{}]", "")
-
-    def step(acc: Column, c: Column) -> Column:
-        depth = acc["depth"] + F.when(c.isin("{", "["), 1).otherwise(-1)
-        closes = acc["closes"] + F.when(depth == 0, 1).otherwise(0)
-        return F.struct(depth.alias("depth"), closes.alias("closes"))
-
-    walk = F.aggregate(
-        F.split(brackets, ""),
-        F.struct(F.lit(0).alias("depth"), F.lit(0).alias("closes")),
-        step,
-    )
-    container = trimmed.rlike("^[\\[{].*[\\]}]$") & (walk["depth"] == 0) & (walk["closes"] == 1)
-    scalar = trimmed.rlike(_JSON_SCALAR)
-    return F.coalesce(F.try_parse_json(text).isNotNull() & (container | scalar), F.lit(False))
-
-
 def _media_base(media_type: Column) -> Column:
     return F.lower(F.trim(F.split(media_type, ";").getItem(0)))
 
@@ -228,7 +198,7 @@ def _with_structured(staged: DataFrame) -> DataFrame:
     verbatim_json = (
         is_json_media_type(media_type)
         & utf8
-        & ~F.col("_enc_text").rlike(f"^{_JSON_WS}")
+        & ~F.col("_enc_text").rlike(f"^{JSON_WHITESPACE}")
         & single_json_value(F.col("_enc_text"))
     )
     data_member = (
@@ -260,7 +230,7 @@ def _with_binary(staged: DataFrame) -> DataFrame:
         "_enc_candidate",
         F.regexp_replace(
             F.regexp_extract(F.col("kafka_value").cast("string"), _DATA_MEMBER_TAIL, 1),
-            f"^{_JSON_WS}+",
+            f"^{JSON_WHITESPACE}+",
             "",
         ),
     )

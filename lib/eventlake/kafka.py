@@ -152,7 +152,25 @@ def create_topic(
         if "TOPIC_ALREADY_EXISTS" in str(error):
             return False
         raise
+    _wait_for_leaders(admin, name, partitions, timeout)
     return True
+
+
+def _wait_for_leaders(admin: AdminClient, name: str, partitions: int, timeout: float) -> None:
+    """The create call returns before every partition has a leader in the metadata;
+    a produce or offset lookup in that window fails with UNKNOWN_TOPIC_OR_PART."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=timeout).topics.get(name)
+        if (
+            topic is not None
+            and topic.error is None
+            and len(topic.partitions) == partitions
+            and all(p.leader >= 0 and p.error is None for p in topic.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} has no leader for every partition after {timeout}s")
 
 
 def delete_topics(settings: Settings, names: list[str], timeout: float = 30.0) -> None:
