@@ -23,13 +23,14 @@ help:
 setup: system-packages venv jars
 
 # Debian tools the tests use: docker-compose validates docker-compose.yml, kcat is an
-# independent Kafka client.
+# independent Kafka client, chromium takes the Airflow UI screenshot.
 system-packages:
-	@if ! command -v docker-compose >/dev/null || ! command -v kcat >/dev/null; then \
-	  echo "installing Debian packages docker-compose and kcat"; \
+	@if ! command -v docker-compose >/dev/null || ! command -v kcat >/dev/null \
+	    || ! command -v chromium >/dev/null; then \
+	  echo "installing Debian packages docker-compose, kcat and chromium"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose kcat >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose kcat chromium >/dev/null; \
 	fi
 
 venv: $(VENV)/.installed

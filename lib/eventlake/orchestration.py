@@ -413,3 +413,156 @@ def rejects_asset(settings: Settings) -> Asset:
         'eventlake.rejects'
     """
     return _table_asset(settings, REJECTS, REJECTS_ASSET_NAME)
+
+
+# --- The maintenance DAG (eventlake_maintenance) -------------------------------------
+
+#: Default VACUUM retention of the maintenance DAG: Delta's safety default (7 days).
+MAINTENANCE_RETENTION_HOURS: Final = 168.0
+
+
+@dataclass(frozen=True)
+class MaintenanceParams:
+    """The maintenance DAG's params, checked, including what a JSON schema cannot: a
+    retention below 168 hours needs ``allow_below_safety``.
+
+    Example:
+        >>> MaintenanceParams.from_params({"retention_hours": 0, "allow_below_safety": True})
+        MaintenanceParams(retention_hours=0.0, allow_below_safety=True, auto_reconcile=True, ...)
+        >>> MaintenanceParams.from_params({"retention_hours": 24})
+        Traceback (most recent call last):
+        ...
+        eventlake.orchestration.OrchestrationError: retention_hours=24 is below Delta's ...
+    """
+
+    retention_hours: float = MAINTENANCE_RETENTION_HOURS
+    allow_below_safety: bool = False
+    auto_reconcile: bool = True
+    dry_run: bool = False
+    #: State topics to check; empty: every state table in the warehouse.
+    topics: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        from eventlake.maintenance import MaintenanceError, check_retention
+
+        for topic in self.topics:
+            check_topic(topic)
+        try:
+            check_retention(self.retention_hours, self.allow_below_safety)
+        except MaintenanceError as error:
+            raise OrchestrationError(str(error)) from None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> MaintenanceParams:
+        """Build from a DAG run's params (missing keys take the defaults).
+
+        Example:
+            >>> MaintenanceParams.from_params({}).retention_hours
+            168.0
+        """
+        retention = params.get("retention_hours", MAINTENANCE_RETENTION_HOURS)
+        if isinstance(retention, bool) or not isinstance(retention, int | float):
+            raise OrchestrationError(f"retention_hours must be a number, not {retention!r}.")
+        flags: dict[str, bool] = {}
+        for name, default in (
+            ("allow_below_safety", False),
+            ("auto_reconcile", True),
+            ("dry_run", False),
+        ):
+            value = params.get(name, default)
+            if not isinstance(value, bool):
+                raise OrchestrationError(f"{name} must be true or false, not {value!r}.")
+            flags[name] = value
+        topics = params.get("topics") or []
+        if not isinstance(topics, list | tuple) or not all(isinstance(t, str) for t in topics):
+            raise OrchestrationError(f"topics must be a list of strings, not {topics!r}.")
+        return cls(
+            retention_hours=float(retention),
+            allow_below_safety=flags["allow_below_safety"],
+            auto_reconcile=flags["auto_reconcile"],
+            dry_run=flags["dry_run"],
+            topics=tuple(topics),
+        )
+
+    def application_args(self) -> list[str]:
+        """Arguments of ``jobs/maintain.py``.
+
+        Example:
+            >>> MaintenanceParams(retention_hours=0, allow_below_safety=True).application_args()
+            ['--retention-hours', '0', '--allow-below-safety', '--auto-reconcile']
+        """
+        args = ["--retention-hours", f"{self.retention_hours:g}"]
+        if self.allow_below_safety:
+            args.append("--allow-below-safety")
+        if self.auto_reconcile:
+            args.append("--auto-reconcile")
+        if self.dry_run:
+            args.append("--dry-run")
+        if self.topics:
+            args += ["--topics", *self.topics]
+        return args
+
+
+def plan_maintenance(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """The :func:`submit_kwargs` of the maintenance job, from a DAG run's params.
+
+    Raises :class:`OrchestrationError` on bad params (a retention below 168 hours without
+    ``allow_below_safety`` among them), before anything is submitted.
+
+    Example:
+        >>> plan_maintenance({"dry_run": True}, settings)["application_args"]
+        ['--retention-hours', '168', '--auto-reconcile', '--dry-run']
+    """
+    checked = MaintenanceParams.from_params(params)
+    return submit_kwargs(settings, checked.application_args())
+
+
+def maintenance_params() -> dict[str, Param]:
+    """The maintenance DAG's params: JSON-schema validated by Airflow before a run is
+    created; the cross-check of ``retention_hours`` and ``allow_below_safety`` is the
+    DAG's first task (:func:`plan_maintenance`).
+
+    Example:
+        >>> sorted(maintenance_params())
+        ['allow_below_safety', 'auto_reconcile', 'dry_run', 'retention_hours', 'topics']
+    """
+    return {
+        "retention_hours": Param(
+            MAINTENANCE_RETENTION_HOURS,
+            type="number",
+            minimum=0,
+            title="VACUUM retention (hours)",
+            description="Files no table version of the last N hours needs are deleted. "
+            "Below 168 (Delta's safety default) only with allow_below_safety.",
+        ),
+        "allow_below_safety": Param(
+            False,
+            type="boolean",
+            title="Allow a retention below 168 hours",
+            description="VACUUM may then delete files that running streams or readers of "
+            "recent versions still need.",
+        ),
+        "auto_reconcile": Param(
+            True,
+            type="boolean",
+            title="Auto-reconcile",
+            description="Rebuild a state table from its topic when tombstones may have been "
+            "compacted away unseen (otherwise only warn).",
+        ),
+        "topics": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": TOPIC_NAME_PATTERN, "not": {"enum": [".", ".."]}},
+            uniqueItems=True,
+            title="State topics",
+            description="Compacted topics to check for missed tombstones; empty: every "
+            "state table in the warehouse.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Change nothing: report what VACUUM would delete and which state "
+            "tables are at risk.",
+        ),
+    }

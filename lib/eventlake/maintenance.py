@@ -1,0 +1,337 @@
+"""Table maintenance: Delta OPTIMIZE and VACUUM of every warehouse table, and the
+compaction sweep that reconciles state tables which may have missed tombstones.
+
+* :func:`optimize_and_vacuum` compacts small files (``OPTIMIZE``) and then deletes the
+  files no table version within the retention still needs (``VACUUM``), over every
+  Delta table under the warehouse: ``events``, ``rejects``, ``dq_results`` when
+  present, and each ``state/<topic>``. A retention below Delta's safety default of
+  168 hours (7 days) is refused unless explicitly allowed: below it, VACUUM can delete
+  files that a running stream or a reader of an older version still needs.
+* :func:`compaction_sweep` runs :func:`eventlake.compaction.check_compaction` for each
+  state topic and, when the state table may have missed deletions and
+  ``auto_reconcile`` is on, :func:`eventlake.state.reconcile_state`.
+
+Example:
+    >>> results = optimize_and_vacuum(spark, settings)  # retention: 168 h
+    >>> print(results[0].line())
+    events: optimize compacted 12 files into 1; vacuum (retain 168 h) removed 0 files
+    >>> [r.line() for r in compaction_sweep(spark, settings, ["customers"], auto_reconcile=True)]
+    ['customers: compacted, delete.retention.ms=86400000; state table within ...']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from eventlake.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from eventlake.state import ReconcileReport
+
+#: Delta's default ``delta.deletedFileRetentionDuration`` (7 days): VACUUM's safety floor.
+SAFETY_RETENTION_HOURS: Final = 168.0
+#: Delta refuses a VACUUM retention below the table's retention while this is true.
+RETENTION_CHECK_CONF: Final = "spark.databricks.delta.retentionDurationCheck.enabled"
+#: Tasks of VACUUM's file listing (Spark's default, 10000, is far too many for small tables).
+LISTING_PARALLELISM_CONF: Final = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+#: Folder of the state tables under the warehouse (see :mod:`eventlake.state`).
+STATE_FOLDER: Final = "state"
+
+_VACUUM_END: Final = "VACUUM END"
+_VACUUM_START: Final = "VACUUM START"
+_OPTIMIZE: Final = "OPTIMIZE"
+_TOPIC_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+class MaintenanceError(ValueError):
+    """A maintenance request is refused before anything runs; the message says why."""
+
+
+@dataclass(frozen=True)
+class MaintenanceResult:
+    """What OPTIMIZE and VACUUM did to one table (or would do, in a dry run).
+
+    ``files_compacted`` and ``files_written`` come from OPTIMIZE's metrics
+    (``numFilesRemoved``/``numFilesAdded``); ``files_removed`` from VACUUM's
+    (``numDeletedFiles``), or in a dry run the files VACUUM would delete.
+    """
+
+    table: str
+    path: str
+    files_compacted: int
+    files_written: int
+    files_removed: int
+    retention_hours: float | None
+    dry_run: bool = False
+
+    def line(self) -> str:
+        """One human-readable summary line.
+
+        Example:
+            >>> MaintenanceResult("events", "/w/events", 3, 1, 3, 168.0).line()
+            'events: optimize compacted 3 files into 1; vacuum (retain 168 h) removed 3 files'
+        """
+        retain = "table default" if self.retention_hours is None else f"{self.retention_hours:g} h"
+        if self.dry_run:
+            return (
+                f"{self.table}: dry run, nothing changed; vacuum (retain {retain}) "
+                f"would remove {self.files_removed} files"
+            )
+        return (
+            f"{self.table}: optimize compacted {self.files_compacted} files into "
+            f"{self.files_written}; vacuum (retain {retain}) removed {self.files_removed} files"
+        )
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The compaction check of one state topic, and the reconcile it triggered, if any."""
+
+    topic: str
+    at_risk: bool
+    message: str
+    reconciled: ReconcileReport | None = None
+
+    def line(self) -> str:
+        """The check's message, followed by the reconcile's summary when one ran.
+
+        Example:
+            >>> SweepResult("customers", False, "customers: compacted ...").line()
+            'customers: compacted ...'
+        """
+        if self.reconciled is None:
+            return self.message
+        return f"{self.message}\n{self.reconciled.line()}"
+
+
+def check_retention(retention_hours: float | None, allow_below_safety: bool = False) -> None:
+    """Refuse a VACUUM retention that is negative, or below 168 hours without the override.
+
+    ``None`` means the table's own retention (Delta's default: 168 hours) and passes.
+
+    Example:
+        >>> check_retention(168)
+        >>> check_retention(0, allow_below_safety=True)
+        >>> check_retention(24)
+        Traceback (most recent call last):
+        ...
+        eventlake.maintenance.MaintenanceError: retention_hours=24 is below Delta's safety ...
+    """
+    if retention_hours is None:
+        return
+    if isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float):
+        raise MaintenanceError(f"retention_hours must be a number, not {retention_hours!r}.")
+    if retention_hours < 0:
+        raise MaintenanceError(f"retention_hours must be >= 0, not {retention_hours!r}.")
+    if retention_hours < SAFETY_RETENTION_HOURS and not allow_below_safety:
+        raise MaintenanceError(
+            f"retention_hours={retention_hours:g} is below Delta's safety retention of "
+            f"{SAFETY_RETENTION_HOURS:g} hours: VACUUM could delete files that running streams "
+            "or readers of recent table versions still need. Set allow_below_safety=true "
+            "(--allow-below-safety) to do it anyway."
+        )
+
+
+def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
+    """Every Delta table under the warehouse, as (name, path): the top-level tables
+    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
+    Folders starting with ``_`` (checkpoints, Spark's own) are not tables.
+
+    Example:
+        >>> [name for name, _ in warehouse_tables(settings)]
+        ['events', 'rejects', 'state/customers']
+    """
+    root = settings.warehouse
+    found: list[tuple[str, Path]] = []
+    for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith("_") or not (path / "_delta_log").is_dir():
+                continue
+            found.append((prefix + path.name, path))
+    return found
+
+
+def state_table_topics(settings: Settings) -> list[str]:
+    """The topics that have a state table in the warehouse, sorted.
+
+    Example:
+        >>> state_table_topics(settings)
+        ['customers']
+    """
+    prefix = f"{STATE_FOLDER}/"
+    return [
+        name[len(prefix) :] for name, _ in warehouse_tables(settings) if name.startswith(prefix)
+    ]
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[None]:
+    """Set Spark session confs for the block only; restore the previous values after."""
+    previous = {key: spark.conf.get(key, None) for key in overrides}
+    for key, value in overrides.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def maintenance_conf(settings: Settings, *, below_safety: bool) -> dict[str, str]:
+    """Session confs of the OPTIMIZE/VACUUM calls, restored afterwards.
+
+    VACUUM lists the table's files with ``spark.sql.sources.parallelPartitionDiscovery
+    .parallelism`` tasks, 10000 by default: on a small machine that alone takes minutes
+    for a table of two files, so it is cut to ``shuffle_partitions``. Delta's retention
+    check is off only when a retention below the safety default was explicitly allowed.
+
+    Example:
+        >>> maintenance_conf(load_settings(shuffle_partitions=2), below_safety=True)
+        {'spark.sql.sources.parallelPartitionDiscovery.parallelism': '2', 'spark...': 'false'}
+    """
+    conf = {LISTING_PARALLELISM_CONF: str(settings.shuffle_partitions)}
+    if below_safety:
+        conf[RETENTION_CHECK_CONF] = "false"
+    return conf
+
+
+def _int_metrics(metrics: Mapping[str, Any] | None) -> dict[str, int]:
+    return {k: int(v) for k, v in (metrics or {}).items() if v is not None and str(v).isdigit()}
+
+
+def _latest_version(spark: SparkSession, path: str) -> int:
+    from delta.tables import DeltaTable
+
+    return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
+
+
+def _commits_since(spark: SparkSession, path: str, version: int) -> list[Any]:
+    """History rows newer than ``version``, newest first."""
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, path).history(10)
+    return history.where(history.version > version).orderBy(history.version.desc()).collect()
+
+
+def _optimize(spark: SparkSession, path: str) -> tuple[int, int]:
+    """OPTIMIZE (bin-packing compaction); (files removed, files added)."""
+    from delta.tables import DeltaTable
+
+    rows = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+    metrics = rows[0]["metrics"] if rows else None
+    if metrics is None:
+        return 0, 0
+    return int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])
+
+
+def _vacuum(spark: SparkSession, path: str, retention_hours: float | None) -> int:
+    """VACUUM; the files it deleted, from the VACUUM END commit's metrics."""
+    from delta.tables import DeltaTable
+
+    before = _latest_version(spark, path)
+    DeltaTable.forPath(spark, path).vacuum(retention_hours)
+    for commit in _commits_since(spark, path, before):
+        metrics = _int_metrics(commit["operationMetrics"])
+        if commit["operation"] == _VACUUM_END:
+            return metrics.get("numDeletedFiles", 0)
+        if commit["operation"] == _VACUUM_START:
+            return metrics.get("numFilesToDelete", 0)
+    return 0
+
+
+def _vacuum_dry_run(spark: SparkSession, path: str, retention_hours: float | None) -> int:
+    """The number of files VACUUM would delete (``VACUUM ... DRY RUN`` commits nothing)."""
+    quoted = path.replace("`", "``")
+    retain = "" if retention_hours is None else f" RETAIN {float(retention_hours)} HOURS"
+    return spark.sql(f"VACUUM delta.`{quoted}`{retain} DRY RUN").count()
+
+
+def optimize_and_vacuum(
+    spark: SparkSession,
+    settings: Settings,
+    retention_hours: float | None = None,
+    allow_below_safety: bool = False,
+    *,
+    dry_run: bool = False,
+) -> list[MaintenanceResult]:
+    """OPTIMIZE then VACUUM every Delta table of the warehouse (see :func:`warehouse_tables`).
+
+    ``retention_hours=None`` keeps each table's own retention (Delta's default, 168 h).
+    A retention below 168 h raises :class:`MaintenanceError` before any table is touched,
+    unless ``allow_below_safety``; then Delta's own check
+    (``spark.databricks.delta.retentionDurationCheck.enabled``) is turned off for these
+    VACUUMs only and restored afterwards. ``dry_run`` changes nothing and reports the
+    files VACUUM would delete.
+
+    Example:
+        >>> for result in optimize_and_vacuum(spark, settings, 0, allow_below_safety=True):
+        ...     print(result.line())
+        events: optimize compacted 3 files into 1; vacuum (retain 0 h) removed 3 files
+        state/customers: optimize compacted 2 files into 1; vacuum (retain 0 h) removed 2 files
+    """
+    check_retention(retention_hours, allow_below_safety)
+    below_safety = retention_hours is not None and retention_hours < SAFETY_RETENTION_HOURS
+    results: list[MaintenanceResult] = []
+    for name, table_path in warehouse_tables(settings):
+        path = str(table_path)
+        with _session_conf(spark, maintenance_conf(settings, below_safety=below_safety)):
+            if dry_run:
+                compacted, written = 0, 0
+                removed = _vacuum_dry_run(spark, path, retention_hours)
+            else:
+                compacted, written = _optimize(spark, path)
+                removed = _vacuum(spark, path, retention_hours)
+        results.append(
+            MaintenanceResult(name, path, compacted, written, removed, retention_hours, dry_run)
+        )
+    return results
+
+
+def compaction_sweep(
+    spark: SparkSession,
+    settings: Settings,
+    topics: Sequence[str],
+    auto_reconcile: bool,
+    *,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+) -> list[SweepResult]:
+    """Check each state topic for tombstones compacted away unseen; reconcile when at risk.
+
+    A topic is at risk when its state table was last updated longer ago than the topic's
+    ``delete.retention.ms`` and records are waiting (see
+    :func:`eventlake.compaction.check_compaction`). With ``auto_reconcile`` (and not
+    ``dry_run``) an at-risk state table is rebuilt from the topic by
+    :func:`eventlake.state.reconcile_state`; otherwise the result only warns.
+    ``now_ms`` overrides the clock of the check.
+
+    Example:
+        >>> [r.at_risk for r in compaction_sweep(spark, settings, ["customers"], True)]
+        [False]
+    """
+    bad = [t for t in topics if not _TOPIC_RE.fullmatch(t) or t in {".", ".."}]
+    if bad:
+        raise MaintenanceError(f"not Kafka topic names: {bad}")
+    from eventlake.compaction import check_compaction
+    from eventlake.state import reconcile_state
+
+    results: list[SweepResult] = []
+    for topic in dict.fromkeys(topics):
+        report = check_compaction(spark, settings, topic, now_ms=now_ms)
+        reconciled = None
+        if report.at_risk and auto_reconcile and not dry_run:
+            reconciled = reconcile_state(spark, settings, topic)
+        results.append(SweepResult(topic, report.at_risk, report.message, reconciled))
+    return results
