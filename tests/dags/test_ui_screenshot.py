@@ -25,7 +25,7 @@ def headless_chromium(url: str, *output: str, timeout: float = 180.0) -> str:
     stdout; ``output`` says what to produce (``--screenshot=<path>``, ``--dump-dom``)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        pytest.fail("Debian package `chromium` is missing: run `make setup` (apt-get install chromium)")
+        pytest.fail("Debian package `chromium` is missing: run `make setup`")
     with tempfile.TemporaryDirectory(prefix="eventlake-chromium-") as profile:
         completed = subprocess.run(
             [
