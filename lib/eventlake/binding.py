@@ -51,6 +51,12 @@ RFC3339_PATTERN: Final = (
 )
 #: Longest detail text stored with a reject; hostile records can have huge names.
 DETAIL_MAX_CHARS: Final = 500
+#: Spark's documented timestamp range, years 0001 to 9999 in UTC, as microseconds since
+#: the epoch. An RFC 3339 time whose offset moves it outside (0001-01-01T00:30:00+01:00,
+#: 9999-12-31T23:59:59-01:00) would otherwise land in events as year 0 or +10000, which
+#: Python readers of the table cannot convert ("year 0 is out of range").
+MIN_TIME_MICROS: Final = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+MAX_TIME_MICROS: Final = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 
 JSON_WHITESPACE: Final = "[ \\t\\n\\r]"
 #: One JSON string token; possessive quantifiers so that long strings cannot backtrack.
@@ -115,6 +121,19 @@ REJECT_COLUMNS: Final = (
 )
 
 _HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
+
+
+def jvm_full_match(pattern: str) -> str:
+    """``pattern`` (anchored with ``^...$``) for Spark's ``rlike``, which runs Java's regex
+    engine: there ``$`` also matches before a final line terminator, so ``^[a-z0-9]+$``
+    accepts ``"id\\n"`` and the RFC 3339 pattern a time followed by a newline. ``\\z`` is
+    the very end of the text. (Python callers keep the plain pattern with ``re.fullmatch``.)
+
+    Example:
+        >>> jvm_full_match("^[a-z0-9]+$")
+        '^[a-z0-9]+\\\\z'
+    """
+    return pattern.removesuffix("$") + "\\z"
 
 
 def _sql_list(names: tuple[str, ...]) -> str:
@@ -243,9 +262,10 @@ def decode_records(records: DataFrame) -> DataFrame:
             "_duplicate_names": F.expr(
                 "array_distinct(filter(_ce_names, n -> size(filter(_ce_names, m -> m = n)) > 1))"
             ),
-            "_bad_binary_names": F.expr(
-                f"filter(_ce_names, n -> NOT n rlike '{ATTRIBUTE_NAME_PATTERN}' "
-                "OR n IN ('data', 'data_base64'))"
+            "_bad_binary_names": F.filter(
+                "_ce_names",
+                lambda n: ~n.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN))
+                | n.isin(*DATA_MEMBERS),
             ),
         }
     )
@@ -267,9 +287,10 @@ def decode_records(records: DataFrame) -> DataFrame:
         )
         .withColumns(
             {
-                "_bad_json_names": F.expr(
-                    f"filter(map_keys(_members), k -> NOT k rlike '{ATTRIBUTE_NAME_PATTERN}' "
-                    "AND k != 'data_base64')"
+                "_bad_json_names": F.filter(
+                    F.map_keys("_members"),
+                    lambda k: ~k.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN))
+                    & (k != "data_base64"),
                 ),
                 "_bad_json_types": F.expr(
                     "map_keys(map_filter(_members, (k, v) -> CASE "
@@ -436,13 +457,21 @@ def decode_records(records: DataFrame) -> DataFrame:
         (
             F.col("_a_time").isNotNull()
             & (
-                ~F.col("_a_time").rlike(RFC3339_PATTERN)
+                ~F.col("_a_time").rlike(jvm_full_match(RFC3339_PATTERN))
                 | F.col("_time").isNull()
                 # Year 0000 is RFC 3339 but outside what Spark and Python can represent.
                 | F.col("_a_time").startswith("0000")
             ),
             RejectReason.INVALID_TIME,
             F.concat(F.lit("time is not an RFC 3339 timestamp: "), F.col("_a_time")),
+        ),
+        (
+            # Valid RFC 3339 whose offset moves it out of years 0001-9999 in UTC.
+            ~F.unix_micros("_time").between(MIN_TIME_MICROS, MAX_TIME_MICROS),
+            RejectReason.INVALID_TIME,
+            F.concat(
+                F.lit("time is outside years 0001-9999 in UTC: "), F.substring("_a_time", 1, 100)
+            ),
         ),
         (
             structured_json & F.col("_json_has_data") & F.col("_json_data_base64").isNotNull(),
