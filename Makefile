@@ -8,16 +8,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
-DEMO_TOPIC ?= demo.orders
 
-.PHONY: help setup system-packages venv jars demo test lint test-faults bench bench-5m clean stop
+.PHONY: help setup system-packages venv jars demo demo-ui test lint test-faults bench bench-5m clean stop
 
 help:
-	@echo "make demo   - set up, start the local broker, produce samples, ingest, query"
+	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
+	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=5M"
-	@echo "make stop   - stop the local broker"
+	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
 setup: system-packages venv jars
@@ -49,13 +49,13 @@ infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	$(MVN) -P kafka dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/kafka
 	@touch $@
 
+# The broker, a sample stream, a local Airflow running the DAGs, then queries; ends on
+# its own (Airflow stopped). demo-ui leaves the Airflow UI up on 127.0.0.1:8080.
 demo: setup
-	$(EVENTLAKE) broker start
-	$(EVENTLAKE) samples --topic $(DEMO_TOPIC) --count 500
-	$(EVENTLAKE) ingest --topic $(DEMO_TOPIC)
-	$(EVENTLAKE) query "SELECT content_mode, type, count(*) AS events FROM events GROUP BY content_mode, type ORDER BY content_mode, type"
-	$(EVENTLAKE) query "SELECT reason, count(*) AS records FROM rejects GROUP BY reason ORDER BY reason"
-	@echo "Tables are under var/warehouse. Stop the broker with: make stop"
+	$(EVENTLAKE) demo --count 500
+
+demo-ui: setup
+	$(EVENTLAKE) demo --count 500 --keep-ui
 
 lint: venv
 	$(VENV)/bin/ruff check lib jobs dags tests
@@ -75,6 +75,7 @@ test-faults: setup
 	$(VENV)/bin/pytest -m faults
 
 stop: venv
+	$(EVENTLAKE) airflow stop
 	$(EVENTLAKE) broker stop
 
 clean:

@@ -9,12 +9,18 @@ topic (a mapped task), reading what the topic holds and stopping (`available-now
   `topics` param of a manual run.
 * **Backfill/replay**: trigger with `ending_offsets` (`latest` or per-partition JSON):
   a bounded run that adds only records not already in the tables.
+* **State**: topics listed in `EVENTLAKE_STATE_TOPICS` also keep `state/<topic>`, the
+  latest event per key (`--state`; tombstones delete).
+* **Full refresh**: `full_refresh: true` re-reads each topic from earliest to latest
+  (adds only records not yet in the tables) and then rebuilds the state table of each
+  state topic from its topic (`reconcile`, one task per state topic).
 * **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
 * **Spark master**: the `spark_default` connection. Kafka and the warehouse come from
   the `EVENTLAKE_*` settings of the worker.
 
 Params are validated before the run is created: a bad topic name is refused.
-Updates the assets `eventlake.events` and `eventlake.rejects`.
+Updates the assets `eventlake.events`, `eventlake.rejects` and `eventlake.state.<topic>`;
+the quality DAG runs when they change.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from eventlake.settings import load_settings
 
 #: The job script, beside the dags/ folder (a checkout, or /opt/eventlake in the image).
 INGEST_JOB = Path(__file__).resolve().parents[1] / "jobs" / "ingest_cloudevents.py"
+RECONCILE_JOB = Path(__file__).resolve().parents[1] / "jobs" / "reconcile_state.py"
 
 _settings = load_settings()
 
@@ -59,6 +66,11 @@ def eventlake_ingest() -> None:
         """Check the params; one spark-submit (args, conf, jars, env) per topic."""
         return orchestration.plan_ingest(params or {}, load_settings())
 
+    @task(retries=0)
+    def plan_state_rebuilds(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """On a full refresh, one reconcile per state topic; otherwise none (skipped)."""
+        return orchestration.plan_reconcile(params or {}, load_settings())
+
     @task.short_circuit
     def submit_unless_dry_run(
         submits: list[dict[str, Any]], params: dict[str, Any] | None = None
@@ -70,17 +82,28 @@ def eventlake_ingest() -> None:
         return not dry_run
 
     submits = plan()
+    rebuilds = plan_state_rebuilds()
     ingest = SparkSubmitOperator.partial(
         task_id="ingest",
         application=str(INGEST_JOB),
         conn_id=orchestration.SPARK_CONN_ID,
         name="eventlake-ingest",
-        outlets=[orchestration.events_asset(_settings), orchestration.rejects_asset(_settings)],
+        outlets=orchestration.ingest_outlets(_settings),
         # One driver at a time: a small worker, and no race on first table creation.
         max_active_tis_per_dagrun=1,
         map_index_template="{{ task.application_args[1] }}",
     ).expand_kwargs(submits)
-    submit_unless_dry_run(submits) >> ingest
+    reconcile = SparkSubmitOperator.partial(
+        task_id="reconcile",
+        application=str(RECONCILE_JOB),
+        conn_id=orchestration.SPARK_CONN_ID,
+        name="eventlake-reconcile",
+        outlets=[orchestration.state_asset(_settings, t) for t in _settings.state_topics],
+        max_active_tis_per_dagrun=1,
+        map_index_template="{{ task.application_args[1] }}",
+    ).expand_kwargs(rebuilds)
+    submit_unless_dry_run(submits) >> ingest >> reconcile
+    rebuilds >> reconcile
 
 
 eventlake_ingest()

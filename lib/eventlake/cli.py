@@ -1,4 +1,4 @@
-"""The ``eventlake`` command line: broker, ingest, query, samples.
+"""The ``eventlake`` command line: broker, ingest, query, samples, republish, check, demo.
 
 Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
 
@@ -29,6 +29,8 @@ broker_app = typer.Typer(
     help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
 )
 app.add_typer(broker_app, name="broker")
+airflow_app = typer.Typer(help="The local Airflow that `make demo` starts.", no_args_is_help=True)
+app.add_typer(airflow_app, name="airflow")
 
 BootstrapOption = Annotated[
     str | None,
@@ -344,6 +346,7 @@ def republish(
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
     """
     from eventlake.checkpoint import CheckpointMismatchError
+    from eventlake.kafka import KafkaConnectionError
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
     from eventlake.spark import MissingJarsError, build_spark_session
 
@@ -377,7 +380,12 @@ def republish(
         )
         spark = build_spark_session(settings, app_name="eventlake-republish")
         summary = run_republish(spark, settings, request)
-    except (RepublishError, CheckpointMismatchError, MissingJarsError) as error:
+    except (
+        RepublishError,
+        CheckpointMismatchError,
+        MissingJarsError,
+        KafkaConnectionError,
+    ) as error:
         _fail(str(error), code=2)
     typer.echo(summary.line())
 
@@ -412,6 +420,55 @@ def check(
     typer.echo(report.render())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def demo(
+    count: Annotated[int, typer.Option(min=1, help="Sample records to produce.")] = 500,
+    keep_ui: Annotated[
+        bool,
+        typer.Option("--keep-ui", help="Leave Airflow running at the end (stop: make stop)."),
+    ] = False,
+) -> None:
+    """The whole platform locally: broker, sample stream, Airflow, the DAGs, queries.
+
+    Triggers eventlake_ingest, eventlake_republish and eventlake_quality through
+    Airflow's REST API, waits for each run, then prints queries of the Delta tables.
+    """
+    from eventlake.demo import QUERIES, DemoError, run_demo
+    from eventlake.local_airflow import LocalAirflowError
+    from eventlake.query import register_tables, run_query
+    from eventlake.spark import build_spark_session
+
+    settings = load_settings()
+    try:
+        run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
+    except (DemoError, LocalAirflowError) as error:
+        _fail(str(error))
+    spark = build_spark_session(settings, app_name="eventlake-demo-queries")
+    register_tables(spark, settings)
+    for title, sql in QUERIES:
+        typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
+    typer.echo(f'\nTables: {settings.warehouse} (eventlake query "SQL" to explore).')
+    if keep_ui:
+        typer.echo(
+            f"Airflow UI: {run.url} (no login: local SimpleAuthManager, every user admin). "
+            "Stop everything with: make stop"
+        )
+    else:
+        typer.echo(
+            "Airflow was stopped. `make demo-ui` runs the demo and leaves the UI up at "
+            f"{run.url}. Stop the broker with: make stop"
+        )
+
+
+@airflow_app.command("stop")
+def airflow_stop() -> None:
+    """Stop the local Airflow left running by `eventlake demo --keep-ui`."""
+    from eventlake.local_airflow import stop_local_airflow
+
+    stopped = stop_local_airflow(load_settings().airflow_home)
+    typer.echo("airflow stopped" if stopped else "airflow was not running")
 
 
 def main() -> None:

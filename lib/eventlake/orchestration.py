@@ -32,9 +32,10 @@ from typing import Any, Final
 
 from airflow.sdk import Asset, Param
 
-from eventlake.settings import Settings
+from eventlake.settings import RepublishRoute, Settings
 from eventlake.spark import spark_conf, spark_jars
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.state import state_path
+from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS
 
 #: Environment variable naming the topics the DAGs ingest, comma-separated.
 TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
@@ -45,6 +46,7 @@ TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
 SPARK_CONN_ID: Final = "spark_default"
 EVENTS_ASSET_NAME: Final = "eventlake.events"
 REJECTS_ASSET_NAME: Final = "eventlake.rejects"
+DQ_RESULTS_ASSET_NAME: Final = "eventlake.dq_results"
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -155,10 +157,20 @@ class IngestParams:
     starting_offsets: str = "earliest"
     ending_offsets: str | None = None
     dry_run: bool = False
+    #: Re-read every topic from earliest to latest (adds only what is missing) and
+    #: rebuild the state tables of state topics from their topics.
+    full_refresh: bool = False
 
     def __post_init__(self) -> None:
         if not self.topics:
             raise OrchestrationError("topics: give at least one topic.")
+        if self.full_refresh and (
+            self.ending_offsets is not None or self.starting_offsets != "earliest"
+        ):
+            raise OrchestrationError(
+                "full_refresh reads every topic from earliest to latest: leave "
+                "starting_offsets and ending_offsets at their defaults."
+            )
         for topic in self.topics:
             check_topic(topic)
         if len(set(self.topics)) != len(self.topics):
@@ -192,28 +204,37 @@ class IngestParams:
         starting = params.get("starting_offsets", "earliest")
         ending = params.get("ending_offsets")
         dry_run = params.get("dry_run", False)
+        full_refresh = params.get("full_refresh", False)
+        if not isinstance(full_refresh, bool):
+            raise OrchestrationError(f"full_refresh must be true or false, not {full_refresh!r}.")
         if not isinstance(starting, str):
             raise OrchestrationError(f"starting_offsets must be a string, not {starting!r}.")
         if ending is not None and not isinstance(ending, str):
             raise OrchestrationError(f"ending_offsets must be a string or null, not {ending!r}.")
         if not isinstance(dry_run, bool):
             raise OrchestrationError(f"dry_run must be true or false, not {dry_run!r}.")
-        return cls(tuple(topics), starting, ending, dry_run)
+        return cls(tuple(topics), starting, ending, dry_run, full_refresh)
 
     @property
     def bounded(self) -> bool:
-        """True for a bounded batch run (backfill/replay) up to ``ending_offsets``."""
-        return self.ending_offsets is not None
+        """True for a bounded batch run (backfill/replay) up to ``ending_offsets``, and
+        for a full refresh (earliest to latest)."""
+        return self.ending_offsets is not None or self.full_refresh
 
-    def application_args(self, topic: str) -> list[str]:
+    def application_args(self, topic: str, *, state: bool = False) -> list[str]:
         """Arguments of ``jobs/ingest_cloudevents.py`` (= ``eventlake ingest``) for one topic.
 
         The job's checkpoint is its default, per topic, so that a DAG run continues where
-        ``eventlake ingest --topic <topic>`` (or the previous run) stopped.
+        ``eventlake ingest --topic <topic>`` (or the previous run) stopped. ``state``
+        (a state topic) adds ``--state`` to streaming runs; a bounded run cannot keep
+        state (it would replay old records over newer ones), a full refresh rebuilds
+        it with :func:`plan_reconcile` instead.
 
         Example:
             >>> IngestParams(("a",), ending_offsets="latest").application_args("a")
             ['--topic', 'a', '--starting-offsets', 'earliest', '--ending-offsets', 'latest']
+            >>> IngestParams(("a",)).application_args("a", state=True)[-1]
+            '--state'
         """
         args = [
             "--topic",
@@ -221,23 +242,22 @@ class IngestParams:
             "--starting-offsets",
             topic_offsets(self.starting_offsets, topic, default="earliest"),
         ]
-        if self.ending_offsets is None:
-            return [*args, "--trigger", "available-now"]
-        return [
-            *args,
-            "--ending-offsets",
-            topic_offsets(self.ending_offsets, topic, default="latest"),
-        ]
+        if not self.bounded:
+            return [*args, "--trigger", "available-now", *(["--state"] if state else [])]
+        ending = "latest" if self.ending_offsets is None else self.ending_offsets
+        return [*args, "--ending-offsets", topic_offsets(ending, topic, default="latest")]
 
 
-def ingest_application_args(params: IngestParams) -> list[list[str]]:
+def ingest_application_args(
+    params: IngestParams, state_topics: Sequence[str] = ()
+) -> list[list[str]]:
     """One argument list per topic: the ingest DAG maps one spark-submit over each.
 
     Example:
         >>> [args[1] for args in ingest_application_args(IngestParams(("a", "b")))]
         ['a', 'b']
     """
-    return [params.application_args(topic) for topic in params.topics]
+    return [params.application_args(topic, state=topic in state_topics) for topic in params.topics]
 
 
 def submit_conf(settings: Settings) -> dict[str, str]:
@@ -307,7 +327,28 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
         [['--topic', 'a'], ['--topic', 'b']]
     """
     checked = IngestParams.from_params(params)
-    return [submit_kwargs(settings, args) for args in ingest_application_args(checked)]
+    return [
+        submit_kwargs(settings, args)
+        for args in ingest_application_args(checked, settings.state_topics)
+    ]
+
+
+def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """The state rebuilds of a full refresh: one ``eventlake reconcile --topic <topic>``
+    per state topic of the run; an empty list otherwise (the DAG's task is skipped).
+
+    Example:
+        >>> plan_reconcile({"topics": ["a"], "full_refresh": True}, settings)
+        []
+    """
+    checked = IngestParams.from_params(params)
+    if not checked.full_refresh:
+        return []
+    return [
+        submit_kwargs(settings, ["--topic", topic])
+        for topic in checked.topics
+        if topic in settings.state_topics
+    ]
 
 
 def spark_submit_args(
@@ -381,6 +422,13 @@ def ingest_params(default_topics: Sequence[str]) -> dict[str, Param]:
             description="Empty for the usual incremental run; 'latest' or per-partition "
             "JSON for a bounded backfill/replay that adds only records not yet ingested.",
         ),
+        "full_refresh": Param(
+            False,
+            type="boolean",
+            title="Full refresh",
+            description="Re-read each topic from earliest to latest (adds only records "
+            "not yet in the tables) and rebuild the state tables of state topics.",
+        ),
         "dry_run": Param(
             False,
             type="boolean",
@@ -413,6 +461,41 @@ def rejects_asset(settings: Settings) -> Asset:
         'eventlake.rejects'
     """
     return _table_asset(settings, REJECTS, REJECTS_ASSET_NAME)
+
+
+def state_asset(settings: Settings, topic: str) -> Asset:
+    """The ``state/<topic>`` Delta table as an Airflow asset.
+
+    Example:
+        >>> state_asset(load_settings(warehouse="/warehouse"), "customers").uri
+        'file:///warehouse/state/customers'
+    """
+    uri = state_path(settings, topic).resolve().as_uri()
+    return Asset(name=f"eventlake.state.{topic}", uri=uri)
+
+
+def dq_results_asset(settings: Settings) -> Asset:
+    """The ``dq_results`` Delta table (one row per expectation run) as an Airflow asset.
+
+    Example:
+        >>> dq_results_asset(load_settings(warehouse="/warehouse")).name
+        'eventlake.dq_results'
+    """
+    return _table_asset(settings, DQ_RESULTS, DQ_RESULTS_ASSET_NAME)
+
+
+def ingest_outlets(settings: Settings) -> list[Asset]:
+    """What an ingest run updates: events, rejects and the state table of each state topic.
+
+    Example:
+        >>> [a.name for a in ingest_outlets(load_settings(state_topics=["c"]))]
+        ['eventlake.events', 'eventlake.rejects', 'eventlake.state.c']
+    """
+    return [
+        events_asset(settings),
+        rejects_asset(settings),
+        *(state_asset(settings, topic) for topic in settings.state_topics),
+    ]
 
 
 # --- The maintenance DAG (eventlake_maintenance) -------------------------------------
@@ -564,5 +647,217 @@ def maintenance_params() -> dict[str, Param]:
             title="Dry run",
             description="Change nothing: report what VACUUM would delete and which state "
             "tables are at risk.",
+        ),
+    }
+
+
+# --- The quality DAG (eventlake_quality) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class QualityParams:
+    """The quality DAG's params, checked.
+
+    Example:
+        >>> QualityParams.from_params({"full": True}).application_args()
+        ['--table', 'events', '--full']
+    """
+
+    full: bool = False
+    #: Check only this topic's events; None: every topic.
+    topic: str | None = None
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if self.topic is not None:
+            check_topic(self.topic)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> QualityParams:
+        """Build from a DAG run's params (missing keys take the defaults).
+
+        Example:
+            >>> QualityParams.from_params({"topic": "orders"}).topic
+            'orders'
+        """
+        flags: dict[str, bool] = {}
+        for name in ("full", "dry_run"):
+            value = params.get(name, False)
+            if not isinstance(value, bool):
+                raise OrchestrationError(f"{name} must be true or false, not {value!r}.")
+            flags[name] = value
+        topic = params.get("topic") or None
+        if topic is not None and not isinstance(topic, str):
+            raise OrchestrationError(f"topic must be a string or null, not {topic!r}.")
+        return cls(full=flags["full"], topic=topic, dry_run=flags["dry_run"])
+
+    def application_args(self) -> list[str]:
+        """Arguments of ``jobs/check_quality.py`` (= ``eventlake check``).
+
+        Example:
+            >>> QualityParams(topic="orders").application_args()
+            ['--table', 'events', '--topic', 'orders']
+        """
+        args = ["--table", EVENTS]
+        if self.full:
+            args.append("--full")
+        if self.topic is not None:
+            args += ["--topic", self.topic]
+        return args
+
+
+def plan_quality(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """The :func:`submit_kwargs` of the quality job, from a DAG run's params.
+
+    Example:
+        >>> plan_quality({"full": True}, settings)["application_args"]
+        ['--table', 'events', '--full']
+    """
+    return submit_kwargs(settings, QualityParams.from_params(params).application_args())
+
+
+def quality_params() -> dict[str, Param]:
+    """The quality DAG's params (JSON-schema validated before a run is created).
+
+    Example:
+        >>> sorted(quality_params())
+        ['dry_run', 'full', 'topic']
+    """
+    return {
+        "full": Param(
+            False,
+            type="boolean",
+            title="Full quality run",
+            description="Check the whole events table, not only the rows added since the "
+            "last check.",
+        ),
+        "topic": Param(
+            None,
+            type=["null", "string"],
+            pattern=TOPIC_NAME_PATTERN,
+            title="Topic",
+            description="Check only this topic's events; empty: every topic.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Only log the spark-submit command; check nothing.",
+        ),
+    }
+
+
+# --- The republish DAG (eventlake_republish) -----------------------------------------
+
+
+def route_application_args(route: RepublishRoute) -> list[str]:
+    """Arguments of ``jobs/rekey_republish.py`` (= ``eventlake republish``) for a route.
+
+    Example:
+        >>> route_application_args(RepublishRoute(source="raw", target="orders"))
+        ['--source', 'raw', '--target', 'orders', '--key-mapper', 'partitionkey', \
+'--on-missing', 'keep-key', '--to-mode', 'keep']
+    """
+    args = [
+        "--source",
+        route.source,
+        "--target",
+        route.target,
+        "--key-mapper",
+        route.key_mapper,
+        "--on-missing",
+        route.on_missing,
+        "--to-mode",
+        route.to_mode,
+    ]
+    if route.cleanup_policy is not None:
+        args += ["--cleanup-policy", route.cleanup_policy]
+    if route.partitions is not None:
+        args += ["--partitions", str(route.partitions)]
+    return args
+
+
+@dataclass(frozen=True)
+class RepublishParams:
+    """The republish DAG's params, checked against the configured routes.
+
+    Example:
+        >>> routes = [RepublishRoute(source="raw", target="orders")]
+        >>> RepublishParams.from_params({"routes": []}, routes).selected(routes)[0].name
+        'raw>orders'
+    """
+
+    #: Route names (``source>target``) to run; empty: every configured route.
+    routes: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    @classmethod
+    def from_params(
+        cls, params: Mapping[str, Any], configured: Sequence[RepublishRoute]
+    ) -> RepublishParams:
+        """Build from a DAG run's params; a route that is not configured is refused.
+
+        Example:
+            >>> RepublishParams.from_params({"routes": ["x>y"]}, [])
+            Traceback (most recent call last):
+            ...
+            eventlake.orchestration.OrchestrationError: routes: ['x>y'] are not configured ...
+        """
+        names = params.get("routes") or []
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            raise OrchestrationError(f"routes must be a list of strings, not {names!r}.")
+        dry_run = params.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise OrchestrationError(f"dry_run must be true or false, not {dry_run!r}.")
+        known = {route.name for route in configured}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise OrchestrationError(
+                f"routes: {unknown} are not configured (EVENTLAKE_REPUBLISH_ROUTES has "
+                f"{sorted(known)})."
+            )
+        return cls(routes=tuple(names), dry_run=dry_run)
+
+    def selected(self, configured: Sequence[RepublishRoute]) -> list[RepublishRoute]:
+        """The routes this run republishes, in configuration order."""
+        return [r for r in configured if not self.routes or r.name in self.routes]
+
+
+def plan_republish(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """One :func:`submit_kwargs` per route of a DAG run (none when no route is set up).
+
+    Example:
+        >>> plan_republish({}, settings)
+        []
+    """
+    checked = RepublishParams.from_params(params, settings.republish_routes)
+    return [
+        submit_kwargs(settings, route_application_args(route))
+        for route in checked.selected(settings.republish_routes)
+    ]
+
+
+def republish_params() -> dict[str, Param]:
+    """The republish DAG's params (JSON-schema validated before a run is created).
+
+    Example:
+        >>> sorted(republish_params())
+        ['dry_run', 'routes']
+    """
+    return {
+        "routes": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": r"^[A-Za-z0-9._-]+>[A-Za-z0-9._-]+$"},
+            uniqueItems=True,
+            title="Routes",
+            description="Routes to run, as source>target; empty: every route configured "
+            "in EVENTLAKE_REPUBLISH_ROUTES.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Only log the spark-submit commands; republish nothing.",
         ),
     }

@@ -129,9 +129,8 @@ from eventlake.quality_config import (
     load_quality_config,
 )
 from eventlake.settings import Settings
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS
 
-DQ_RESULTS: Final = "dq_results"
 DQ_DOCS: Final = "dq_docs"
 #: GX's stores (suites, validation results) under the warehouse: Data Docs are built from them.
 GX_STORES: Final = "_dq_gx"

@@ -19,11 +19,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class RepublishRoute(BaseModel):
+    """One re-key route of the republish DAG: ``eventlake republish`` options by name.
+
+    Example:
+        >>> RepublishRoute(source="orders.raw", target="orders").name
+        'orders.raw>orders'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    target: str
+    key_mapper: str = "partitionkey"
+    on_missing: str = "keep-key"
+    to_mode: str = "keep"
+    cleanup_policy: str | None = None
+    partitions: int | None = Field(default=None, ge=1)
+
+    @property
+    def name(self) -> str:
+        """``source>target``: how the DAG's params and task map indexes name the route."""
+        return f"{self.source}>{self.target}"
 
 
 class Settings(BaseSettings):
@@ -64,6 +88,11 @@ class Settings(BaseSettings):
         description="When set, the local broker also listens with SASL_PLAINTEXT "
         "(SCRAM-SHA-512) on this port, for the user in kafka_options/kafka_password.",
     )
+    airflow_home: Path = Field(
+        default=PROJECT_ROOT / "var" / "airflow",
+        description="AIRFLOW_HOME of the local Airflow that `make demo` starts.",
+    )
+    airflow_port: int = Field(default=8080, description="Port of the local Airflow UI/API.")
     broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
     kafka_options: dict[str, str] = Field(
         default_factory=dict,
@@ -76,6 +105,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Compacted topics whose state/<topic> table ingest keeps current "
         '(JSON list, e.g. ["customers"]).',
+    )
+    republish_routes: list[RepublishRoute] = Field(
+        default_factory=list,
+        description="Re-key routes of the republish DAG (JSON list, e.g. "
+        '[{"source": "orders.raw", "target": "orders", "key_mapper": "partitionkey", '
+        '"cleanup_policy": "compact"}]).',
     )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."

@@ -29,6 +29,8 @@ from eventlake.settings import Settings
 
 EVENTS = "events"
 REJECTS = "rejects"
+#: Results of the data-quality checks (written by eventlake.quality).
+DQ_RESULTS = "dq_results"
 
 #: The row shape of Spark's Kafka source with ``includeHeaders=true``.
 KAFKA_SOURCE_SCHEMA = StructType(

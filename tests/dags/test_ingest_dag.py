@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from deltalake import DeltaTable
 from eventlake.broker import LocalBroker
 from eventlake.kafka import create_topic, make_producer
 from eventlake.settings import Settings
+from tests.dags.dag_helpers import parse_dag, task_states
 
 DAG_ID = "eventlake_ingest"
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "eventlake_ingest.py"
@@ -22,30 +21,18 @@ EVENT_COUNT = 5
 
 
 @pytest.fixture
-def airflow_env(monkeypatch: pytest.MonkeyPatch, warehouse_settings: Settings) -> Settings:
-    """The worker environment the DAG reads: test broker, a fresh warehouse, a local
-    master in spark_default, and spark-submit (from the pyspark wheel) on PATH."""
-    settings = warehouse_settings
-    for name, value in {
-        "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
-        "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
-        "EVENTLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return settings
-
-
-@pytest.fixture
 def ingest_dag(airflow_env: Settings, airflow_db: None) -> Any:
     """The DAG parsed after the environment is set, as the dag-processor would."""
-    from airflow.dag_processing.dagbag import DagBag
+    return parse_dag(DAG_FILE, DAG_ID)
 
-    dagbag = DagBag(dag_folder=str(DAG_FILE))
-    assert dagbag.import_errors == {}
-    return dagbag.dags[DAG_ID]
+
+def _headers(event_id: str) -> list[tuple[str, bytes]]:
+    return [
+        ("ce_specversion", b"1.0"),
+        ("ce_id", event_id.encode()),
+        ("ce_source", b"/tests/airflow"),
+        ("ce_type", b"test.airflow.ingest"),
+    ]
 
 
 def _produce_binary_events(settings: Settings, topic: str, count: int) -> list[str]:
@@ -53,22 +40,10 @@ def _produce_binary_events(settings: Settings, topic: str, count: int) -> list[s
     producer = make_producer(settings)
     ids = [f"evt-{n}" for n in range(count)]
     for event_id in ids:
-        headers = [
-            ("ce_specversion", b"1.0"),
-            ("ce_id", event_id.encode()),
-            ("ce_source", b"/tests/airflow"),
-            ("ce_type", b"test.airflow.ingest"),
-        ]
+        headers = _headers(event_id)
         producer.produce(topic, key=event_id.encode(), value=b'{"n": 1}', headers=headers)
     assert producer.flush(30) == 0
     return ids
-
-
-def _states(dag_run: Any) -> dict[str, set[str]]:
-    states: dict[str, set[str]] = {}
-    for ti in dag_run.get_task_instances():
-        states.setdefault(ti.task_id, set()).add(str(ti.state))
-    return states
 
 
 def test_run_lands_produced_events_in_events_table(
@@ -78,7 +53,7 @@ def test_run_lands_produced_events_in_events_table(
 
     dag_run = ingest_dag.test(run_conf={"topics": [topic_name]})
 
-    assert str(dag_run.state) == "success", _states(dag_run)
+    assert str(dag_run.state) == "success", task_states(dag_run)
     events = DeltaTable(str(airflow_env.table_path("events"))).to_pyarrow_table().to_pylist()
     assert sorted((e["id"], e["kafka_topic"]) for e in events) == [(i, topic_name) for i in ids]
 
@@ -86,7 +61,7 @@ def test_run_lands_produced_events_in_events_table(
 def test_dry_run_submits_nothing(ingest_dag: Any, airflow_env: Settings, topic_name: str) -> None:
     dag_run = ingest_dag.test(run_conf={"topics": [topic_name], "dry_run": True})
 
-    assert _states(dag_run)["ingest"] == {"skipped"}
+    assert task_states(dag_run)["ingest"] == {"skipped"}
     assert not airflow_env.table_path("events").exists()
 
 
@@ -100,12 +75,43 @@ def test_bad_topic_param_is_refused_before_a_run_exists(ingest_dag: Any) -> None
     assert len(DagRun.find(dag_id=DAG_ID)) == runs_before
 
 
-def test_ingest_updates_events_and_rejects_assets(ingest_dag: Any, airflow_env: Settings) -> None:
-    outlets = {(asset.name, asset.uri) for asset in ingest_dag.get_task("ingest").outlets}
+def test_ingest_updates_events_rejects_and_state_assets(
+    monkeypatch: pytest.MonkeyPatch, airflow_env: Settings, airflow_db: None
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_STATE_TOPICS", '["customers"]')
+    dag = parse_dag(DAG_FILE, DAG_ID)
+
+    outlets = {(asset.name, asset.uri) for asset in dag.get_task("ingest").outlets}
+
     assert outlets == {
         ("eventlake.events", airflow_env.table_path("events").as_uri()),
         ("eventlake.rejects", airflow_env.table_path("rejects").as_uri()),
+        ("eventlake.state.customers", (airflow_env.warehouse / "state/customers").as_uri()),
     }
+
+
+def test_state_topic_run_keeps_state_and_deletes_on_tombstone(
+    broker: LocalBroker,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_env: Settings,
+    airflow_db: None,
+    topic_name: str,
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_STATE_TOPICS", json.dumps([topic_name]))
+    dag = parse_dag(DAG_FILE, DAG_ID)
+    create_topic(airflow_env, topic_name, config={"cleanup.policy": "compact"})
+    producer = make_producer(airflow_env)
+    for key, event_id in (("a", "e1"), ("b", "e2"), ("a", "e3")):
+        producer.produce(topic_name, key=key.encode(), value=b"{}", headers=_headers(event_id))
+    producer.produce(topic_name, key=b"b", value=None, headers=_headers("e4"))
+    assert producer.flush(30) == 0
+
+    dag_run = dag.test(run_conf={"topics": [topic_name]})
+
+    assert str(dag_run.state) == "success", task_states(dag_run)
+    state = DeltaTable(str(airflow_env.warehouse / "state" / topic_name)).to_pyarrow_table()
+    rows = state.select(["kafka_key", "id"]).to_pylist()
+    assert rows == [{"kafka_key": b"a", "id": "e3"}]
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,6 @@ eventlake_maintenance DAG run end to end with dag.test(): real broker, real spar
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from eventlake.maintenance import (
 from eventlake.orchestration import MaintenanceParams, OrchestrationError
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state, state_path
+from tests.dags.dag_helpers import task_states
 from tests.helpers import binary_headers
 
 DAG_ID = "eventlake_maintenance"
@@ -45,13 +43,6 @@ def _operations(path: Path) -> list[str]:
     """The table's commit operations, oldest first, read by an independent reader."""
     history = DeltaRsTable(str(path)).history()
     return [commit["operation"] for commit in sorted(history, key=lambda c: c["version"])]
-
-
-def _states(dag_run: Any) -> dict[str, set[str]]:
-    states: dict[str, set[str]] = {}
-    for ti in dag_run.get_task_instances():
-        states.setdefault(ti.task_id, set()).add(str(ti.state))
-    return states
 
 
 # --- the library: eventlake.maintenance ----------------------------------------------
@@ -207,23 +198,6 @@ def test_bad_params_are_refused(params: dict[str, object]) -> None:
 
 
 @pytest.fixture
-def airflow_env(monkeypatch: pytest.MonkeyPatch, warehouse_settings: Settings) -> Settings:
-    """The worker environment the DAG reads: test broker, a fresh warehouse, a local
-    master in spark_default, and spark-submit (from the pyspark wheel) on PATH."""
-    settings = warehouse_settings
-    for name, value in {
-        "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
-        "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
-        "EVENTLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return settings
-
-
-@pytest.fixture
 def maintenance_dag(airflow_env: Settings, airflow_db: None) -> Any:
     """The DAG parsed after the environment is set, as the dag-processor would."""
     from airflow.dag_processing.dagbag import DagBag
@@ -253,7 +227,7 @@ def test_dag_run_optimizes_and_vacuums_events_and_state_tables(
 
     dag_run = maintenance_dag.test(run_conf=conf)
 
-    assert str(dag_run.state) == "success", _states(dag_run)
+    assert str(dag_run.state) == "success", task_states(dag_run)
     for table in (ingested.table_path("events"), state_path(ingested, topic_name)):
         assert _operations(table)[-3:] == ["OPTIMIZE", "VACUUM START", "VACUUM END"], table
     assert DeltaRsTable(str(ingested.table_path("events"))).to_pyarrow_table().num_rows == 5
@@ -265,7 +239,7 @@ def test_dag_run_below_safety_without_override_fails_before_submitting(
     dag_run = maintenance_dag.test(run_conf={"retention_hours": 24})
 
     assert str(dag_run.state) == "failed"
-    assert _states(dag_run) == {"validate": {"failed"}, "maintain": {"upstream_failed"}}
+    assert task_states(dag_run) == {"validate": {"failed"}, "maintain": {"upstream_failed"}}
 
 
 def test_negative_retention_is_refused_by_the_param_schema(maintenance_dag: Any) -> None:

@@ -9,14 +9,19 @@ import pytest
 from eventlake.orchestration import (
     IngestParams,
     OrchestrationError,
+    QualityParams,
+    RepublishParams,
     configured_topics,
     job_env,
     plan_ingest,
+    plan_reconcile,
+    plan_republish,
+    route_application_args,
     submit_conf,
     submit_kwargs,
     topic_offsets,
 )
-from eventlake.settings import Settings
+from eventlake.settings import RepublishRoute, Settings
 from eventlake.spark import spark_jars
 
 
@@ -105,3 +110,90 @@ def test_job_env_carries_bootstrap_servers_and_warehouse(settings: Settings) -> 
 def test_plan_has_one_submit_per_topic(settings: Settings) -> None:
     plan = plan_ingest({"topics": ["a", "b"]}, settings)
     assert [submit["application_args"][1] for submit in plan] == ["a", "b"]
+
+
+def test_state_topics_stream_with_state(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["customers"]})
+    plan = plan_ingest({"topics": ["customers", "orders"]}, with_state)
+    assert [("--state" in submit["application_args"]) for submit in plan] == [True, False]
+
+
+def test_bounded_run_of_a_state_topic_does_not_pass_state(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["customers"]})
+    plan = plan_ingest({"topics": ["customers"], "ending_offsets": "latest"}, with_state)
+    assert "--state" not in plan[0]["application_args"]
+
+
+def test_full_refresh_replays_earliest_to_latest_and_rebuilds_state(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["customers"]})
+    params = {"topics": ["customers", "orders"], "full_refresh": True}
+
+    ingest_args = [submit["application_args"] for submit in plan_ingest(params, with_state)]
+    rebuild_args = [submit["application_args"] for submit in plan_reconcile(params, with_state)]
+
+    assert [args[3:] for args in ingest_args] == [["earliest", "--ending-offsets", "latest"]] * 2
+    assert rebuild_args == [["--topic", "customers"]]
+
+
+def test_incremental_run_rebuilds_nothing(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["customers"]})
+    assert plan_reconcile({"topics": ["customers"]}, with_state) == []
+
+
+def test_full_refresh_with_explicit_offsets_is_refused() -> None:
+    with pytest.raises(OrchestrationError, match="full_refresh"):
+        IngestParams.from_params(
+            {"topics": ["a"], "full_refresh": True, "ending_offsets": "latest"}
+        )
+
+
+def test_quality_params_map_to_check_arguments() -> None:
+    params = QualityParams.from_params({"full": True, "topic": "orders"})
+    assert params.application_args() == ["--table", "events", "--full", "--topic", "orders"]
+
+
+@pytest.mark.parametrize(
+    "params", [{"full": "yes"}, {"topic": "bad topic"}, {"topic": 3}], ids=str
+)
+def test_bad_quality_params_are_refused(params: dict[str, object]) -> None:
+    with pytest.raises(OrchestrationError):
+        QualityParams.from_params(params)
+
+
+ROUTES = [
+    RepublishRoute(source="raw", target="orders", cleanup_policy="compact"),
+    RepublishRoute(source="raw", target="audit", key_mapper="keep", to_mode="structured"),
+]
+
+
+def test_route_maps_to_republish_arguments() -> None:
+    assert route_application_args(ROUTES[0]) == [
+        "--source", "raw", "--target", "orders", "--key-mapper", "partitionkey",
+        "--on-missing", "keep-key", "--to-mode", "keep", "--cleanup-policy", "compact",
+    ]  # fmt: skip
+
+
+def test_republish_plan_has_one_submit_per_configured_route(settings: Settings) -> None:
+    with_routes = settings.model_copy(update={"republish_routes": ROUTES})
+    plan = plan_republish({}, with_routes)
+    assert [submit["application_args"][3] for submit in plan] == ["orders", "audit"]
+
+
+def test_republish_routes_param_selects_routes(settings: Settings) -> None:
+    with_routes = settings.model_copy(update={"republish_routes": ROUTES})
+    plan = plan_republish({"routes": ["raw>audit"]}, with_routes)
+    assert [submit["application_args"][3] for submit in plan] == ["audit"]
+
+
+def test_unconfigured_route_is_refused() -> None:
+    with pytest.raises(OrchestrationError, match="not configured"):
+        RepublishParams.from_params({"routes": ["raw>nowhere"]}, ROUTES)
+
+
+def test_routes_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventlake.settings import load_settings
+
+    monkeypatch.setenv(
+        "EVENTLAKE_REPUBLISH_ROUTES", json.dumps([{"source": "raw", "target": "orders"}])
+    )
+    assert [route.name for route in load_settings().republish_routes] == ["raw>orders"]

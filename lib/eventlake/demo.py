@@ -1,0 +1,153 @@
+"""`make demo`: the whole platform on one machine, driven through Airflow.
+
+1. start the local Kafka broker;
+2. produce a realistic mixed stream to a keyed, compacted topic (binary and structured
+   events, several types, updates and tombstones per entity, ~5% invalid records);
+3. start a local Airflow (:mod:`eventlake.local_airflow`) on the project's DAGs, with the
+   topic configured as a state topic and one re-key route;
+4. trigger ``eventlake_ingest``, then ``eventlake_republish`` and ``eventlake_quality``,
+   through the REST API as the UI's trigger button does, and wait for each run;
+5. print downstream queries of the Delta tables, the UI address and how to stop.
+
+Airflow is stopped at the end unless ``keep_ui`` (``make demo-ui``) leaves it running.
+
+Example:
+    >>> run_demo(load_settings(), count=500, keep_ui=False)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from eventlake.local_airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
+from eventlake.settings import Settings
+
+DEMO_TOPIC: Final = "demo.orders"
+#: The re-key route of the demo: the same events keyed by the partitionkey extension.
+DEMO_TARGET: Final = "demo.orders.by-entity"
+#: The demo stream holds ~5% invalid records on purpose (they land in rejects); the
+#: quality rule on the rejects rate is set above that so the demo's quality run passes.
+DEMO_QUALITY: Final = {"defaults": {"max_rejects_rate": 0.1}}
+QUERIES: Final = (
+    (
+        "events by content mode and type",
+        "SELECT content_mode, type, count(*) AS events FROM events "
+        "GROUP BY content_mode, type ORDER BY content_mode, type",
+    ),
+    (
+        "rejects by reason",
+        "SELECT reason, count(*) AS records FROM rejects GROUP BY reason ORDER BY reason",
+    ),
+    (
+        f"state of {DEMO_TOPIC}: entities alive (tombstones deleted the others)",
+        "SELECT count(*) AS entities, max(kafka_offset) AS latest_offset FROM state_demo_orders",
+    ),
+    (
+        "data-quality results of the last run",
+        "SELECT `check`, severity, success, count(*) AS expectations FROM dq_results "
+        "WHERE run_id = (SELECT max_by(run_id, run_time) FROM dq_results) "
+        "GROUP BY `check`, severity, success ORDER BY `check`",
+    ),
+)
+
+
+class DemoError(RuntimeError):
+    """A step of the demo failed; the message says which and where the logs are."""
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What the demo did: the DAG runs and their final states."""
+
+    url: str
+    states: dict[str, str]
+
+
+def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
+    """The eventlake settings the demo's Airflow workers get.
+
+    Example:
+        >>> json.loads(demo_environment()["EVENTLAKE_STATE_TOPICS"])
+        ['demo.orders']
+    """
+    route = {
+        "source": topic,
+        "target": DEMO_TARGET,
+        "key_mapper": "partitionkey",
+        "cleanup_policy": "compact",
+    }
+    return {
+        "EVENTLAKE_TOPICS": topic,
+        "EVENTLAKE_STATE_TOPICS": json.dumps([topic]),
+        "EVENTLAKE_REPUBLISH_ROUTES": json.dumps([route]),
+        "EVENTLAKE_QUALITY": json.dumps(DEMO_QUALITY),
+    }
+
+
+def run_demo(
+    settings: Settings,
+    *,
+    count: int = 500,
+    keep_ui: bool = False,
+    say: Callable[[str], None] = print,
+) -> DemoRun:
+    """Run the demo end to end; raises :class:`DemoError` when a DAG run fails."""
+    from eventlake.broker import LocalBroker
+    from eventlake.samples import produce_samples
+
+    started = time.monotonic()
+
+    def step(message: str) -> None:
+        say(f"[{time.monotonic() - started:5.0f} s] {message}")
+
+    step("starting the Kafka broker")
+    step(LocalBroker(settings).start().describe())
+    produced = produce_samples(settings, topic=DEMO_TOPIC, count=count)
+    step(
+        f"produced {produced.valid} CloudEvents and {produced.invalid} invalid records "
+        f"to {DEMO_TOPIC}"
+    )
+
+    stop_local_airflow(settings.airflow_home)  # a UI left running by an earlier demo
+    airflow = LocalAirflow.create(
+        settings,
+        home=settings.airflow_home,
+        port=settings.airflow_port,
+        extra_env=demo_environment(),
+    )
+    step(f"starting Airflow (api-server, scheduler, dag-processor) in {airflow.home}")
+    airflow.start()
+    states: dict[str, str] = {}
+    try:
+        for dag_id in ("eventlake_ingest", "eventlake_republish", "eventlake_quality"):
+            airflow.wait_for_dag(dag_id)
+            airflow.unpause(dag_id)
+        states["eventlake_ingest"] = _run(airflow, "eventlake_ingest", step)
+        states["eventlake_republish"] = _run(airflow, "eventlake_republish", step)
+        states["eventlake_quality"] = _run(airflow, "eventlake_quality", step)
+    finally:
+        if not keep_ui:
+            step("stopping Airflow")
+            airflow.stop()
+    failed = {dag: state for dag, state in states.items() if state != "success"}
+    if failed:
+        raise DemoError(
+            f"DAG runs did not succeed: {failed}; task logs are under "
+            f"{airflow.home / 'logs'} (make demo-ui keeps the UI up to look at them)"
+        )
+    return DemoRun(url=airflow.url, states=states)
+
+
+def _run(airflow: LocalAirflow, dag_id: str, step: Callable[[str], None]) -> str:
+    run_id = airflow.trigger(dag_id)
+    step(f"triggered {dag_id} ({run_id}); waiting for it")
+    try:
+        state = airflow.wait_for_run(dag_id, run_id)
+    except LocalAirflowError as error:
+        raise DemoError(f"{dag_id} did not finish: {error}") from None
+    step(f"{dag_id}: {state}")
+    return state
