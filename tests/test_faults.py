@@ -1,0 +1,197 @@
+"""Crash loop: ingest with the state table of a keyed, compacted topic (updates, ~10%
+tombstones, ~1% invalid records), the driver's process group SIGKILLed at random points
+and inside Delta commit windows, then run to completion. Afterwards the tables hold
+exactly what was produced: events by id and by (partition, offset), no duplicates, the
+state table equal to the latest record per key computed here in Python (tombstones
+removing keys), and the rejects equal to the invalid records with their reasons.
+
+How a kill lands inside a commit window, without any hook in the library: Delta writes
+a transaction's data files straight into the table folder and makes them part of the
+table only when the commit's JSON appears in ``_delta_log``. The test watches the
+folder (``tests.fault_tools.CommitWindow``) and SIGKILLs the driver as soon as a
+complete Parquet file (footer magic written) is there that no commit adds. With the
+driver dead, it checks that those files are still not committed: the kill landed after
+the batch's data files were written and before its commit. When the commit won the race
+the kill counts as one at a random point and the next run tries again. Those orphan
+files must never become part of the table.
+
+The 100,000-event run is marked ``faults`` (``make test-faults``); a 6,000-event run
+with one kill in the events table's commit window is part of the default suite.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake.broker import LocalBroker
+from eventlake.settings import Settings
+from eventlake.state import state_path
+from eventlake.tables import EVENTS, REJECTS
+from tests.fault_tools import (
+    CommitWindow,
+    Corpus,
+    Job,
+    Kill,
+    kill_at_random,
+    kill_in_commit_window,
+    produce_keyed_corpus,
+)
+
+#: Runs of a window kill that may lose the race to the commit before the test gives up.
+WINDOW_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class Step:
+    """One planned kill: ``events``/``state`` (that table's commit window) or
+    ``random``, once ``after`` batches of the run are done."""
+
+    where: str
+    after: int
+
+
+def _crash_loop(
+    spark: SparkSession,
+    settings: Settings,
+    topic: str,
+    logs: Path,
+    *,
+    count: int,
+    keys: int,
+    batch: int,
+    plan: list[Step],
+    seed: int,
+) -> str:
+    """Produce, kill runs as planned, complete, check every table; return the figures."""
+    corpus = produce_keyed_corpus(settings, topic, count=count, keys=keys, seed=seed)
+    rng = random.Random(seed)
+    tables = {"events": settings.table_path(EVENTS), "state": state_path(settings, topic)}
+    kills: list[Kill] = []
+    runs = 0
+    for step in plan:
+        for _attempt in range(WINDOW_ATTEMPTS):
+            runs += 1
+            job = Job.ingest(settings, topic, logs / f"run-{runs}", state=True, batch=batch)
+            label = f"kill {len(kills) + 1} ({step.where})"
+            if step.where == "random":
+                kill = kill_at_random(job, rng, after_batches=step.after, label=label)
+            else:
+                window = CommitWindow(tables[step.where])
+                kill = kill_in_commit_window(job, window, after_batches=step.after, label=label)
+            kills.append(kill)
+            if step.where == "random" or kill.in_window:
+                break
+        else:
+            raise AssertionError(f"no kill inside the {step.where} commit window: {kills}")
+    final = Job.ingest(settings, topic, logs / "final", state=True, batch=batch)
+    assert final.wait(timeout=1800) == 0, final.output()[-4000:]
+
+    for kill in kills:
+        if kill.in_window:
+            table = tables["state" if "(state)" in kill.label else "events"]
+            assert not kill.orphans & CommitWindow(table).committed(), kill.describe()
+    checked = _check_tables(spark, settings, corpus)
+    lines = [
+        f"produced {count} records on {topic}: {dict(sorted(corpus.kinds().items()))}",
+        *(k.describe() for k in kills),
+        f"runs killed: {runs}, then one run to completion: {final.lines[-1]}",
+        checked,
+    ]
+    return "\n".join(lines)
+
+
+def _check_tables(spark: SparkSession, settings: Settings, corpus: Corpus) -> str:
+    """events, rejects and state/<topic> equal to what the corpus says they must hold."""
+    events = (
+        spark.read.format("delta")
+        .load(str(settings.table_path(EVENTS)))
+        .select("kafka_topic", "kafka_partition", "kafka_offset", "id")
+        .collect()
+    )
+    assert {r.kafka_topic for r in events} == {corpus.topic}
+    expected_events = corpus.events()
+    by_coordinates = {(r.kafka_partition, r.kafka_offset): r.id for r in events}
+    ids = {r.id for r in events}
+    assert len(by_coordinates) == len(events), "an event was written twice"
+    assert len(ids) == len(events), "an event id appears twice"
+    assert by_coordinates == expected_events
+    assert ids == set(expected_events.values())
+
+    rejects = (
+        spark.read.format("delta")
+        .load(str(settings.table_path(REJECTS)))
+        .select("kafka_partition", "kafka_offset", "reason")
+        .collect()
+    )
+    reasons = {(r.kafka_partition, r.kafka_offset): r.reason for r in rejects}
+    assert len(reasons) == len(rejects), "a reject was written twice"
+    assert reasons == corpus.rejects()
+    assert not set(reasons) & set(by_coordinates), "a record in both events and rejects"
+
+    state = (
+        spark.read.format("delta")
+        .load(str(state_path(settings, corpus.topic)))
+        .select("kafka_key", "id", "kafka_partition", "kafka_offset")
+        .collect()
+    )
+    latest = {bytes(r.kafka_key): (r.id, r.kafka_partition, r.kafka_offset) for r in state}
+    assert len(latest) == len(state), "a key appears twice in the state table"
+    assert latest == corpus.state()
+    return (
+        f"rows found: events={len(events)} rejects={len(rejects)} state={len(state)} keys; "
+        f"duplicates=0; records accounted for: {len(events) + len(rejects)} of "
+        f"{len(corpus.records)}"
+    )
+
+
+def test_kill_in_commit_window_then_complete_gives_exact_tables(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    figures = _crash_loop(
+        spark,
+        warehouse_settings,
+        topic_name,
+        tmp_path / "logs",
+        count=6_000,
+        keys=600,
+        batch=2_000,
+        plan=[Step("events", after=1)],
+        seed=6_000,
+    )
+    print(figures)
+
+
+@pytest.mark.faults
+def test_crash_loop_100k_three_kills_then_complete_gives_exact_tables(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(100_000)
+    figures = _crash_loop(
+        spark,
+        warehouse_settings,
+        topic_name,
+        tmp_path / "logs",
+        count=100_000,
+        keys=5_000,
+        batch=10_000,
+        plan=[
+            Step("events", after=rng.randint(0, 1)),
+            Step("random", after=rng.randint(1, 2)),
+            Step("state", after=rng.randint(0, 1)),
+        ],
+        seed=100_000,
+    )
+    print(figures)
