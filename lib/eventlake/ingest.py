@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
-from eventlake.kafka import check_connection, spark_kafka_options
+from eventlake.kafka import check_connection, connection_lost_error, spark_kafka_options
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
 from eventlake.tables import EVENTS, REJECTS, ensure_tables
@@ -179,11 +179,17 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
     check_connection(settings)
     ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
-    summary = (
-        _run_bounded(spark, settings, request)
-        if request.bounded
-        else _run_streaming(spark, settings, request)
-    )
+    try:
+        summary = (
+            _run_bounded(spark, settings, request)
+            if request.bounded
+            else _run_streaming(spark, settings, request)
+        )
+    except Exception as error:
+        lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
+        if lost is not None:
+            raise lost from error
+        raise
     summary.warnings.extend(message for _, message in at_risk)
     if request.auto_reconcile:
         for topic, _ in at_risk:
@@ -191,6 +197,21 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
             summary.reconciled.append(topic)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _resume_hint(settings: Settings, request: IngestRequest) -> str:
+    if request.bounded:
+        return (
+            "Once Kafka answers, rerun the same command: a bounded run inserts only records "
+            "not yet in the tables."
+        )
+    checkpoint = settings.checkpoints / (
+        request.checkpoint_name or request.default_checkpoint_name()
+    )
+    return (
+        f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
+        "command; it resumes after the last committed batch and writes nothing twice."
+    )
 
 
 def _compaction_warnings(

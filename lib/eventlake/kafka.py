@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -118,6 +118,50 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
             f"({detail}). Is the broker running (`eventlake broker status`) and is "
             "EVENTLAKE_BOOTSTRAP_SERVERS right?"
         )
+
+
+#: Texts of Java client and Spark errors that mean Kafka did not answer in time.
+_CONNECTION_FAILURES: Final = (
+    "org.apache.kafka.common.errors.TimeoutException",
+    "org.apache.kafka.common.errors.DisconnectException",
+    "org.apache.kafka.common.errors.NetworkException",
+    "Timed out waiting for a node assignment",
+    "Cannot fetch record for offset",
+    "Failed to get records for",
+)
+
+
+def connection_lost_error(
+    settings: Settings, error: BaseException, *, resume: str
+) -> KafkaConnectionError | None:
+    """Explain a run that failed while Kafka was unreachable, instead of a stack trace.
+
+    After a failed run, probe the cluster: when it does not answer (or refuses the
+    credentials), or the failure came from a Kafka timeout, return an error that says
+    so, what to check, and ``resume`` (how a rerun picks up). Otherwise None: the
+    failure had another cause.
+
+    Example:
+        >>> raise connection_lost_error(settings, error, resume="Rerun the command.") from error
+    """
+    lines = str(error).splitlines()
+    cause = next(
+        (line.strip()[:300] for line in lines if any(m in line for m in _CONNECTION_FAILURES)),
+        None,
+    )
+    try:
+        check_connection(settings, timeout=10.0)
+    except KafkaConnectionError as probe:
+        return KafkaConnectionError(
+            f"The run stopped because Kafka became unreachable: {probe} {resume}"
+        )
+    if cause is None:
+        return None
+    return KafkaConnectionError(
+        f"The run stopped because it lost the connection to Kafka at "
+        f"{settings.bootstrap_servers} ({cause}); the cluster answers again now, so it "
+        f"was restarted or the network was down. {resume}"
+    )
 
 
 def make_admin(settings: Settings) -> AdminClient:

@@ -81,7 +81,13 @@ from eventlake.encode import (
     encode_as,
     header,
 )
-from eventlake.kafka import create_topic, make_admin, spark_kafka_options
+from eventlake.kafka import (
+    check_connection,
+    connection_lost_error,
+    create_topic,
+    make_admin,
+    spark_kafka_options,
+)
 from eventlake.settings import Settings
 from eventlake.tables import REJECTS, table_schemas
 
@@ -630,15 +636,35 @@ def run_republish(
         'republish a -> b: read=10 republished=10 rejected=0 batches=1 seconds=3.0'
     """
     started = time.monotonic()
+    check_connection(settings)
     created, compacted = prepare_target(settings, request)
     rejects_path = _ensure_rejects_table(spark, settings)
-    if request.bounded:
-        summary = _run_bounded(spark, settings, request, rejects_path, compacted)
-    else:
-        summary = _run_streaming(spark, settings, request, rejects_path, compacted)
+    try:
+        if request.bounded:
+            summary = _run_bounded(spark, settings, request, rejects_path, compacted)
+        else:
+            summary = _run_streaming(spark, settings, request, rejects_path, compacted)
+    except Exception as error:
+        lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
+        if lost is not None:
+            raise lost from error
+        raise
     summary.created_target = created
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
+    if request.bounded:
+        return "Once Kafka answers, rerun the same command (delivery is at least once)."
+    checkpoint = settings.checkpoints / (
+        request.checkpoint_name or request.default_checkpoint_name()
+    )
+    return (
+        f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
+        "command; it resumes after the last committed batch (records of the interrupted "
+        "batch may be written to the target again: delivery is at least once)."
+    )
 
 
 def _run_streaming(
