@@ -89,6 +89,27 @@ def test_bounded_replay_of_same_range_adds_nothing(
     assert offsets == [0, 1, 2, 3, 4, 5]
 
 
+def test_ingest_and_republish_each_account_for_their_reads_of_a_bad_record(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    from eventlake.republish import RepublishRequest, run_republish
+
+    create_topic(warehouse_settings, topic_name)
+    _, invalid = produce_events(warehouse_settings, topic_name, 6, invalid_every=3)
+    target = f"{topic_name}.keyed"
+    republish = RepublishRequest(
+        source=topic_name, target=target, key_mapper="partitionkey", ending_offsets="latest"
+    )
+    run_republish(spark, warehouse_settings, republish)
+    replay = IngestRequest(topics=(topic_name,), ending_offsets="latest")
+    run_ingest(spark, warehouse_settings, replay)
+    run_ingest(spark, warehouse_settings, replay)  # a replay adds no reject twice
+
+    rejects = read_table(spark, warehouse_settings, "rejects")
+    by_job = {r.rejected_by: r["count"] for r in rejects.groupBy("rejected_by").count().collect()}
+    assert by_job == {"ingest": invalid, f"republish:{target}": invalid}
+
+
 def test_checkpoint_reused_for_another_topic_is_refused(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:

@@ -502,6 +502,14 @@ def test_records_that_are_not_cloudevents_go_to_rejects_when_the_mapper_needs_an
     assert dict(run.summary.rejects_by_reason) == {"not_a_cloudevent": 1, "plain_tombstone": 1}
 
 
+def test_republish_rejects_name_the_route_that_read_them(
+    republished: Runner, spark: SparkSession
+) -> None:
+    run = republished("partitionkey")
+    rows = read_table(spark, run.settings, "rejects").select("rejected_by").distinct().collect()
+    assert [row.rejected_by for row in rows] == [f"republish:{run.target}"]
+
+
 def test_binary_tombstone_stays_a_tombstone_under_its_new_key(republished: Runner) -> None:
     out = republished("partitionkey").records["bin-tombstone"]
     assert (out.key, out.value) == (b"cust-2", None)

@@ -117,8 +117,11 @@ REJECT_COLUMNS: Final = (
     "kafka_headers",
     "reason",
     "detail",
+    "rejected_by",
     "ingested_at",
 )
+#: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
+INGEST_JOB: Final = "ingest"
 
 _HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
 
@@ -552,14 +555,23 @@ def to_events(decoded: DataFrame) -> DataFrame:
     return decoded.where(F.col("reject_reason").isNull()).select(*EVENT_COLUMNS)
 
 
-def to_rejects(decoded: DataFrame) -> DataFrame:
-    """Rows of :func:`decode_records` that are not valid CloudEvents, in rejects-table shape."""
+def to_rejects(decoded: DataFrame, rejected_by: str = INGEST_JOB) -> DataFrame:
+    """Rows of :func:`decode_records` that are not valid CloudEvents, in rejects-table shape.
+
+    ``rejected_by`` names the job that read the record: ingest and republish may both
+    read (and reject) one record, and each of their reads must be accounted for once.
+
+    Example:
+        >>> to_rejects(decoded, "republish:orders").select("rejected_by").first()[0]
+        'republish:orders'
+    """
+    renamed = {"reason": "reject_reason", "detail": "reject_detail"}
     return decoded.where(F.col("reject_reason").isNotNull()).select(
         *[
-            F.col("reject_reason").alias("reason")
-            if c == "reason"
-            else F.col("reject_detail").alias("detail")
-            if c == "detail"
+            F.lit(rejected_by).alias(c)
+            if c == "rejected_by"
+            else F.col(renamed[c]).alias(c)
+            if c in renamed
             else F.col(c)
             for c in REJECT_COLUMNS
         ]

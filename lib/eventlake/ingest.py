@@ -32,7 +32,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import decode_records, to_events, to_rejects
+from eventlake.binding import INGEST_JOB, decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, spark_kafka_options
@@ -340,10 +340,17 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
     decoded = decode_records(records).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         match = " AND ".join(f"t.{c} = s.{c}" for c in COORDINATES)
-        for name, rows in ((EVENTS, to_events(decoded)), (REJECTS, to_rejects(decoded))):
+        # Rejects of the same record by republish are its reads, not ours: not a match.
+        # (Rows from before rejected_by existed have it null; they were ingest's.)
+        ours = f"coalesce(t.rejected_by, '{INGEST_JOB}') = s.rejected_by"
+        for name, rows, condition in (
+            (EVENTS, to_events(decoded), match),
+            (REJECTS, to_rejects(decoded), f"{match} AND {ours}"),
+        ):
             target = DeltaTable.forPath(spark, str(settings.table_path(name)))
             # Insert-if-absent on the Kafka coordinates: replays add nothing.
-            target.alias("t").merge(rows.alias("s"), match).whenNotMatchedInsertAll().execute()
+            merge = target.alias("t").merge(rows.alias("s"), condition)
+            merge.whenNotMatchedInsertAll().execute()
         summary = IngestSummary()
         summary.add_batch(_reason_counts(decoded))
     finally:
@@ -360,10 +367,13 @@ def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[st
         >>> next_offsets_from_tables(spark, settings)
         {'orders': {'0': 1200, '1': 1187}}
     """
-    frames = [
-        spark.read.format("delta").load(str(settings.table_path(name))).select(*COORDINATES)
-        for name in (EVENTS, REJECTS)
-    ]
+    events = spark.read.format("delta").load(str(settings.table_path(EVENTS)))
+    rejects = (
+        spark.read.format("delta")
+        .load(str(settings.table_path(REJECTS)))
+        .where(F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB)
+    )
+    frames = [events.select(*COORDINATES), rejects.select(*COORDINATES)]
     rows = (
         frames[0]
         .unionByName(frames[1])

@@ -119,7 +119,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from eventlake.binding import REQUIRED_ATTRIBUTES, SPEC_VERSION
+from eventlake.binding import INGEST_JOB, REQUIRED_ATTRIBUTES, SPEC_VERSION
 from eventlake.quality_config import (
     CheckName,
     QualityConfig,
@@ -1006,7 +1006,11 @@ def run_checks(
     )
     events = events_slice.frame
     rejects = (
-        rejects_slice.frame
+        # Only the ingest job's rejects: republish records its own reads of a topic too.
+        # (Rows written before rejected_by existed have it null; they were ingest's.)
+        rejects_slice.frame.where(
+            F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
+        )
         if rejects_slice
         else spark.createDataFrame([], "kafka_topic string, kafka_partition int, kafka_offset long")
     )

@@ -105,7 +105,13 @@ TRAIL_ENTRY_SCHEMA: Final = (
     "topic string, partition int, offset long, timestamp timestamp, target string, at timestamp"
 )
 _TOPIC_PATTERN: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_REJECT_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "reason")
+_REJECT_COORDINATES: Final = (
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+    "reason",
+    "rejected_by",
+)
 
 
 class RepublishError(ValueError):
@@ -524,15 +530,17 @@ def plan_republish(
     ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS)
 
 
-def planned_rejects(planned: DataFrame) -> DataFrame:
-    """Rows of :func:`plan_republish` not republished, in rejects-table shape."""
+def planned_rejects(planned: DataFrame, target: str) -> DataFrame:
+    """Rows of :func:`plan_republish` not republished, in rejects-table shape, with
+    ``rejected_by`` = ``republish:<target>``."""
     return to_rejects(
         planned.withColumns(
             {
                 "reject_reason": F.col("republish_reason"),
                 "reject_detail": F.col("republish_detail"),
             }
-        )
+        ),
+        rejected_by=f"republish:{target}",
     )
 
 
@@ -694,9 +702,10 @@ def _run_streaming(
                 # Rejects first: a replay after a crash skips them (same app id and
                 # version) and writes the Kafka records again (at least once).
                 idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
-                planned_rejects(planned).write.format("delta").mode("append").options(
-                    **idempotent
-                ).save(rejects_path)
+                rejects = planned_rejects(planned, request.target)
+                rejects.write.format("delta").mode("append").options(**idempotent).save(
+                    rejects_path
+                )
             if counts.get(None):
                 _write_kafka(settings, request, planned)
         finally:
@@ -745,7 +754,7 @@ def _run_bounded(
                 .where(F.col("kafka_topic") == request.source)
                 .select(*_REJECT_COORDINATES)
             )
-            new_rejects = planned_rejects(planned).join(
+            new_rejects = planned_rejects(planned, request.target).join(
                 existing, list(_REJECT_COORDINATES), "left_anti"
             )
             new_rejects.write.format("delta").mode("append").save(rejects_path)

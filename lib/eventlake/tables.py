@@ -66,14 +66,21 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
 
 
 def ensure_tables(spark: SparkSession, settings: Settings) -> None:
-    """Create the events and rejects tables where they do not exist yet."""
+    """Create the events and rejects tables where they do not exist yet; add the columns
+    a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``)."""
     from delta.tables import DeltaTable
 
     for name, schema in table_schemas(spark).items():
-        (
+        path = str(settings.table_path(name))
+        table = (
             DeltaTable.createIfNotExists(spark)
-            .location(str(settings.table_path(name)))
+            .location(path)
             .addColumns(schema)
             .property("delta.enableChangeDataFeed", "false")
             .execute()
         )
+        present = set(table.toDF().columns)
+        missing = [field for field in schema.fields if field.name not in present]
+        if missing:
+            columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+            spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
