@@ -39,8 +39,9 @@ QUERIES: Final = (
         "GROUP BY content_mode, type ORDER BY content_mode, type",
     ),
     (
-        "rejects by reason",
-        "SELECT reason, count(*) AS records FROM rejects GROUP BY reason ORDER BY reason",
+        "rejects by job and reason (ingest and republish each account for their reads)",
+        "SELECT rejected_by, reason, count(*) AS records FROM rejects "
+        "GROUP BY rejected_by, reason ORDER BY rejected_by, reason",
     ),
     (
         f"state of {DEMO_TOPIC}: entities alive (tombstones deleted the others)",
