@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from confluent_kafka import Consumer
 from pydantic import SecretStr
 from pyspark.sql import SparkSession
 
@@ -67,13 +68,9 @@ def _client_settings(settings: Settings, warehouse: Path, password: str) -> Sett
     )
 
 
-def test_ingest_over_scram_without_leaking_the_password(
-    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
-) -> None:
-    client = _client_settings(settings, tmp_path / "warehouse", password)
-    create_topic(client, topic_name)
-    produce_all(client, topic_name, [(b"k", b"v", binary_headers("sasl-1"))])
-
+def _run_cli(client: Settings, password: str, args: list[str]) -> tuple[int, str, list[str]]:
+    """Run ``eventlake <args>`` with the credentials in its environment (as a worker
+    has them) while watching every process's command line for the password."""
     env = dict(
         os.environ,
         EVENTLAKE_BOOTSTRAP_SERVERS=client.bootstrap_servers,
@@ -82,7 +79,7 @@ def test_ingest_over_scram_without_leaking_the_password(
         EVENTLAKE_WAREHOUSE=str(client.warehouse),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic_name],
+        [sys.executable, "-m", "eventlake.cli", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -102,11 +99,59 @@ def test_ingest_over_scram_without_leaking_the_password(
     output, _ = process.communicate(timeout=600)
     watching.set()
     watcher.join()
+    return process.returncode, output, leaked_in_cmdline
 
-    assert process.returncode == 0, output
+
+def test_ingest_over_scram_without_leaking_the_password(
+    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
+) -> None:
+    client = _client_settings(settings, tmp_path / "warehouse", password)
+    create_topic(client, topic_name)
+    produce_all(client, topic_name, [(b"k", b"v", binary_headers("sasl-1"))])
+
+    returncode, output, leaked_in_cmdline = _run_cli(
+        client, password, ["ingest", "--topic", topic_name]
+    )
+
+    assert returncode == 0, output
     assert "events=1" in output
     assert password not in output
     assert leaked_in_cmdline == []
+    assert password not in secured_broker.log_file.read_text(errors="replace")
+
+
+def test_republish_over_scram_without_leaking_the_password(
+    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
+) -> None:
+    client = _client_settings(settings, tmp_path / "warehouse", password)
+    create_topic(client, topic_name)
+    headers = [*binary_headers("sasl-2"), ("ce_partitionkey", b"customer-7")]
+    produce_all(client, topic_name, [(b"random", b"v", headers)])
+    target = f"{topic_name}.keyed"
+
+    returncode, output, leaked_in_cmdline = _run_cli(
+        client,
+        password,
+        ["republish", "--source", topic_name, "--target", target, "--key-mapper", "partitionkey"],
+    )
+
+    assert returncode == 0, output
+    assert "republished=1" in output
+    assert password not in output
+    assert leaked_in_cmdline == []
+    consumer = Consumer(
+        {**client.kafka_client_options(), "group.id": f"check-{topic_name}",
+         "auto.offset.reset": "earliest"}
+    )  # fmt: skip
+    consumer.subscribe([target])
+    message = None
+    for _ in range(60):
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            break
+    consumer.close()
+    assert message is not None and message.error() is None
+    assert (message.key(), message.value()) == (b"customer-7", b"v")
     assert password not in secured_broker.log_file.read_text(errors="replace")
 
 
