@@ -35,7 +35,7 @@ from airflow.sdk import Asset, Param
 from eventlake.settings import RepublishRoute, Settings
 from eventlake.spark import spark_conf, spark_jars
 from eventlake.state import state_path
-from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS
+from eventlake.tables import EVENTS, REJECTS
 
 #: Environment variable naming the topics the DAGs ingest, comma-separated.
 TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
@@ -46,7 +46,6 @@ TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
 SPARK_CONN_ID: Final = "spark_default"
 EVENTS_ASSET_NAME: Final = "eventlake.events"
 REJECTS_ASSET_NAME: Final = "eventlake.rejects"
-DQ_RESULTS_ASSET_NAME: Final = "eventlake.dq_results"
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -473,15 +472,6 @@ def state_asset(settings: Settings, topic: str) -> Asset:
     uri = state_path(settings, topic).resolve().as_uri()
     return Asset(name=f"eventlake.state.{topic}", uri=uri)
 
-
-def dq_results_asset(settings: Settings) -> Asset:
-    """The ``dq_results`` Delta table (one row per expectation run) as an Airflow asset.
-
-    Example:
-        >>> dq_results_asset(load_settings(warehouse="/warehouse")).name
-        'eventlake.dq_results'
-    """
-    return _table_asset(settings, DQ_RESULTS, DQ_RESULTS_ASSET_NAME)
 
 
 def ingest_outlets(settings: Settings) -> list[Asset]:
