@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.settings import Settings
+from eventlake.tables import retry_conflicts
 
 STATE_FOLDER = "state"
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
@@ -111,6 +113,24 @@ def _merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
     return {k: int(v) for k, v in (last["operationMetrics"] or {}).items() if v.isdigit()}
 
 
+def _merge_latest(
+    spark: SparkSession, path: str, source: DataFrame, values: dict[str, str | Column]
+) -> None:
+    """One MERGE of latest-per-key rows into a state table: tombstone -> delete, otherwise
+    upsert."""
+    from delta.tables import DeltaTable
+
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(source.alias("s"), "t.kafka_key = s.kafka_key")
+        .whenMatchedDelete(condition="s._tombstone")
+        .whenMatchedUpdate(condition="NOT s._tombstone", set=values)
+        .whenNotMatchedInsert(condition="NOT s._tombstone", values=values)
+        .execute()
+    )
+
+
 def apply_state(
     spark: SparkSession,
     settings: Settings,
@@ -120,7 +140,16 @@ def apply_state(
     app_id: str,
     version: int,
 ) -> dict[str, StateChange]:
-    """Apply one decoded batch to the state tables of ``topics`` (idempotent per version)."""
+    """Apply one decoded batch to the state tables of ``topics`` (idempotent per version).
+
+    A MERGE that loses a commit race (e.g. OPTIMIZE of the table committed while it
+    ran) is retried, see below.
+    """
+    from delta.exceptions import (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+    )
     from delta.tables import DeltaTable
 
     records = applicable_records(decoded).where(F.col("kafka_topic").isin(topics))
@@ -138,14 +167,20 @@ def apply_state(
         spark.conf.set(TXN_VERSION_CONF, str(version))
         try:
             before = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
-            (
-                DeltaTable.forPath(spark, path)
-                .alias("t")
-                .merge(source.alias("s"), "t.kafka_key = s.kafka_key")
-                .whenMatchedDelete(condition="s._tombstone")
-                .whenMatchedUpdate(condition="NOT s._tombstone", set=values)
-                .whenNotMatchedInsert(condition="NOT s._tombstone", values=values)
-                .execute()
+            # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
+            # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
+            # files where it looked (ConcurrentAppend). Delta then commits nothing for
+            # it, so running the same MERGE again on the new snapshot is safe: it applies
+            # the same latest-per-key rows, and the txnAppId/txnVersion set above still
+            # make it a no-op should this batch's MERGE ever have committed before.
+            retry_conflicts(
+                partial(_merge_latest, spark, path, source, values),
+                what=f"state {topic}: MERGE of batch {version}",
+                retryable=(
+                    ConcurrentAppendException,
+                    ConcurrentDeleteReadException,
+                    ConcurrentDeleteDeleteException,
+                ),
             )
             after = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
         finally:

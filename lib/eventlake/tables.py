@@ -5,6 +5,9 @@
 
 Schemas are derived from the decoder itself so the tables and the code cannot drift.
 
+Writers that can lose a commit race to another writer (two ingests creating the tables
+at once, a state MERGE against OPTIMIZE) go through :func:`retry_conflicts`.
+
 Example:
     >>> ensure_tables(spark, settings)
     >>> spark.read.format("delta").load(str(settings.table_path(EVENTS))).printSchema()
@@ -12,6 +15,12 @@ Example:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Final, TypeVar
+
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     ArrayType,
@@ -26,6 +35,13 @@ from pyspark.sql.types import (
 
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.settings import Settings
+
+T = TypeVar("T")
+
+#: How many times in all a Delta write that lost a commit race is tried.
+CONFLICT_ATTEMPTS: Final = 3
+#: Pause before the n-th retry: n times this many seconds.
+CONFLICT_BACKOFF_SECONDS: Final = 1.0
 
 EVENTS = "events"
 REJECTS = "rejects"
@@ -65,22 +81,91 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     }
 
 
+def retry_conflicts(
+    action: Callable[[], T],
+    *,
+    what: str,
+    retryable: tuple[type[BaseException], ...],
+    attempts: int = CONFLICT_ATTEMPTS,
+    backoff_seconds: float = CONFLICT_BACKOFF_SECONDS,
+) -> T:
+    """Run ``action``; when Delta refuses its commit because another writer committed
+    first (one of the ``retryable`` conflicts), print one line, pause a little longer
+    each time and run it again, on the table's new snapshot, at most ``attempts`` times
+    in all. Only for actions that are safe to repeat; each caller says why.
+
+    Example:
+        >>> from delta.exceptions import ConcurrentDeleteReadException
+        >>> retry_conflicts(merge, what="state orders", retryable=(ConcurrentDeleteReadException,))
+        state orders: lost a commit race to a concurrent writer (ConcurrentDeleteReadException: ...
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except retryable as error:
+            if attempt == attempts:
+                raise
+            first_line = str(error).splitlines()[0][:200] if str(error) else ""
+            print(
+                f"{what}: lost a commit race to a concurrent writer ({type(error).__name__}: "
+                f"{first_line}); retrying, attempt {attempt + 1} of {attempts}",
+                flush=True,
+            )
+            time.sleep(backoff_seconds * attempt)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+#: What Delta says when another writer is creating the same table: its log folder
+#: exists, its first commit not yet.
+_CREATION_RACE_CONDITIONS: Final = frozenset(
+    {"DELTA_TABLE_NOT_FOUND", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"}
+)
+
+
+class TableCreationRaceError(RuntimeError):
+    """Creating a table found its location half-created, most likely by another writer
+    creating it at the same moment; the message is Delta's."""
+
+
 def ensure_tables(spark: SparkSession, settings: Settings) -> None:
     """Create the events and rejects tables where they do not exist yet; add the columns
     a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``)."""
+    from delta.exceptions import MetadataChangedException, ProtocolChangedException
     from delta.tables import DeltaTable
 
-    for name, schema in table_schemas(spark).items():
+    def ensure(name: str, schema: StructType) -> None:
         path = str(settings.table_path(name))
-        table = (
-            DeltaTable.createIfNotExists(spark)
-            .location(path)
-            .addColumns(schema)
-            .property("delta.enableChangeDataFeed", "false")
-            .execute()
-        )
+        try:
+            table = (
+                DeltaTable.createIfNotExists(spark)
+                .location(path)
+                .addColumns(schema)
+                .property("delta.enableChangeDataFeed", "false")
+                .execute()
+            )
+        except AnalysisException as error:
+            if error.getCondition() not in _CREATION_RACE_CONDITIONS:
+                raise
+            raise TableCreationRaceError(str(error)) from error
         present = set(table.toDF().columns)
         missing = [field for field in schema.fields if field.name not in present]
         if missing:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
             spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
+
+    for name, schema in table_schemas(spark).items():
+        # Two runs starting on a fresh warehouse (e.g. the ingest DAG's mapped tasks, one
+        # per topic) both create version 0: the loser gets ProtocolChanged/MetadataChanged,
+        # or finds the other's log folder before its first commit (TableCreationRace).
+        # Repeating is safe: once the table exists createIfNotExists leaves it as it is,
+        # and columns already added are not added again.
+        retry_conflicts(
+            partial(ensure, name, schema),
+            what=f"create table {name}",
+            retryable=(
+                ProtocolChangedException,
+                MetadataChangedException,
+                TableCreationRaceError,
+            ),
+            attempts=5,
+        )

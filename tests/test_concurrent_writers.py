@@ -1,0 +1,285 @@
+"""Concurrent writers on the same Delta tables: nothing fails, nothing is lost.
+
+(a) OPTIMIZE of ``state/<topic>`` commits while an ingest's state MERGE is under way.
+    Timing alone would make that overlap a matter of luck, so the test makes it certain:
+    the MERGE's source passes a gate (a Python UDF that waits for a file) that holds the
+    MERGE after it has read the table and before it commits; OPTIMIZE runs and commits
+    meanwhile, then the gate opens. Delta then refuses the MERGE's commit (the files it
+    read were rewritten), and eventlake.state retries it on the new snapshot.
+(b) Two ingest runs on different topics, on two threads of the shared SparkSession,
+    start together on a fresh warehouse and append to the same ``events`` and
+    ``rejects`` tables in several micro-batches each.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import eventlake.state
+from eventlake.broker import LocalBroker
+from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.settings import Settings
+from eventlake.state import state_path
+from eventlake.tables import ensure_tables
+from tests.helpers import binary_headers, produce_events, read_table
+
+KEYS: Final = 8
+GATE_TIMEOUT_S: Final = 300.0
+COORDINATES: Final = ["kafka_topic", "kafka_partition", "kafka_offset"]
+
+
+# ---------------------------------------------------------------------------------------
+# (a) OPTIMIZE while a state MERGE commits
+# ---------------------------------------------------------------------------------------
+
+
+def keyed_records(start: int, count: int, keys: range) -> list[Record]:
+    """Events e<n> over ``keys`` (k<i>); every 5th is a tombstone (binary, no value)."""
+    return [
+        (
+            f"k{keys[n % len(keys)]}".encode(),
+            None if n % 5 == 4 else b"%d" % n,
+            list(binary_headers(f"e{n}")),
+        )
+        for n in range(start, start + count)
+    ]
+
+
+def expected_state(records: list[Record]) -> dict[bytes, str]:
+    """Latest record per key in log order; a tombstone removes the key."""
+    state: dict[bytes, str] = {}
+    for key, value, headers in records:
+        assert key is not None
+        if value is None:
+            state.pop(key, None)
+        else:
+            state[key] = dict(headers)["ce_id"].decode()
+    return state
+
+
+def _gate_udf(spark: SparkSession, gate: Path) -> Callable[[Column], Column]:
+    """A UDF that, while ``gate/armed`` exists and ``gate/open`` does not, writes
+    ``gate/entered`` and waits for ``gate/open``; it always returns True."""
+    folder = str(gate)
+
+    def wait(_: object) -> bool:
+        import os
+        import time
+
+        armed, opened = os.path.join(folder, "armed"), os.path.join(folder, "open")
+        if os.path.exists(armed) and not os.path.exists(opened):
+            with open(os.path.join(folder, "entered"), "w"):
+                pass
+            deadline = time.monotonic() + GATE_TIMEOUT_S
+            while not os.path.exists(opened) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return True
+
+    # Python workers must run this interpreter (the session's default is `python3` on
+    # PATH, which need not be the project's Python): the UDF takes the executable when
+    # it is created.
+    context = spark.sparkContext
+    previous = context.pythonExec
+    context.pythonExec = sys.executable
+    try:
+        udf = F.udf(wait, "boolean").asNondeterministic()
+        return lambda column: udf(column)
+    finally:
+        context.pythonExec = previous
+
+
+def _wait_for(path: Path, thread: threading.Thread) -> None:
+    """Wait until ``path`` exists; fail early when ``thread`` ended without reaching it."""
+    done = threading.Event()
+    while not path.exists():
+        assert thread.is_alive(), f"{path.name} never reached"
+        done.wait(0.1)
+
+
+@contextmanager
+def gated_state_merge(spark: SparkSession, gate: Path) -> Iterator[None]:
+    """Route the source of every state MERGE through the gate."""
+    original = eventlake.state.latest_per_key
+    gate_column = _gate_udf(spark, gate)
+
+    def gated(records: DataFrame) -> DataFrame:
+        return original(records).where(gate_column(F.col("kafka_offset")))
+
+    eventlake.state.latest_per_key = gated
+    try:
+        yield
+    finally:
+        eventlake.state.latest_per_key = original
+
+
+def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:
+    rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
+    assert len({bytes(r["kafka_key"]) for r in rows}) == len(rows), "a key twice in state"
+    return {bytes(r["kafka_key"]): r["id"] for r in rows}
+
+
+def _history(spark: SparkSession, path: Path) -> list[str]:
+    from delta.tables import DeltaTable
+
+    rows = DeltaTable.forPath(spark, str(path)).history().collect()
+    return [r["operation"] for r in sorted(rows, key=lambda r: r["version"])]
+
+
+# The gate's UDF has type hints; PySpark warns that they do not name a pandas UDF type.
+@pytest.mark.filterwarnings("ignore:Cannot infer the eval type from type hints")
+def test_optimize_committing_during_a_state_merge_loses_nothing(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    # One partition and 40 records per batch: each list below is exactly one batch.
+    settings = warehouse_settings.model_copy(update={"max_offsets_per_trigger": 40})
+    request = IngestRequest(topics=(topic_name,), state=True)
+    create_topic(settings, topic_name)
+    first = keyed_records(0, 40, range(0, KEYS))
+    second = keyed_records(40, 40, range(KEYS, 2 * KEYS))
+    third = keyed_records(80, 40, range(0, 2 * KEYS))
+    # A first run of two batches on disjoint keys leaves the state table in several
+    # files (the second MERGE only inserts), so OPTIMIZE has files to rewrite; the
+    # gated run's MERGE reads and rewrites files of both.
+    produce_all(settings, topic_name, first + second)
+    assert run_ingest(spark, settings, request).batches == 2
+    table = state_path(settings, topic_name)
+    produce_all(settings, topic_name, third)
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    outcome: dict[str, Any] = {}
+    output = io.StringIO()
+
+    def ingest() -> None:
+        try:
+            outcome["summary"] = run_ingest(spark, settings, request)
+        except Exception as error:  # reported by the assertion below
+            outcome["error"] = error
+
+    with gated_state_merge(spark, gate), redirect_stdout(output):
+        (gate / "armed").touch()
+        thread = threading.Thread(target=ingest, name="ingest-with-state")
+        thread.start()
+        try:
+            _wait_for(gate / "entered", thread)
+            optimized = spark.sql(f"OPTIMIZE delta.`{table}`").collect()[0]["metrics"]
+        finally:
+            (gate / "open").touch()
+            thread.join(timeout=GATE_TIMEOUT_S)
+
+    assert "error" not in outcome, f"ingest failed: {outcome.get('error')}"
+    summary: IngestSummary = outcome["summary"]
+    assert optimized["numFilesRemoved"] >= 2 and optimized["numFilesAdded"] == 1
+    operations = _history(spark, table)
+    # OPTIMIZE committed between the first run's MERGEs and the gated run's.
+    assert operations[-2:] == ["OPTIMIZE", "MERGE"], operations
+    assert "retrying" in output.getvalue(), output.getvalue()[-2000:]
+    assert _state(spark, settings, topic_name) == expected_state(first + second + third)
+    assert summary.records_read == len(third)
+    events = read_table(spark, settings, "events")
+    assert events.count() == events.select(COORDINATES).distinct().count() == 120
+
+
+# ---------------------------------------------------------------------------------------
+# (b) Two ingest runs on different topics, same tables, at the same time
+# ---------------------------------------------------------------------------------------
+
+
+def test_two_ingests_of_different_topics_write_the_same_tables_at_once(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    settings = warehouse_settings.model_copy(update={"max_offsets_per_trigger": 60})
+    topics = [f"t-{uuid.uuid4().hex[:10]}-{side}" for side in ("a", "b")]
+    produced: dict[str, tuple[int, int]] = {}
+    for topic in topics:
+        create_topic(settings, topic, partitions=2)
+        produced[topic] = produce_events(settings, topic, 150, prefix=topic, invalid_every=10)
+    assert not settings.table_path("events").exists()  # both runs create the tables
+
+    start = threading.Barrier(len(topics))
+    results: dict[str, IngestSummary | BaseException] = {}
+
+    def ingest(topic: str) -> None:
+        start.wait(timeout=60)
+        try:
+            results[topic] = run_ingest(spark, settings, IngestRequest(topics=(topic,)))
+        except BaseException as error:  # reported by the assertion below
+            results[topic] = error
+
+    threads = [threading.Thread(target=ingest, args=(t,), name=f"ingest-{t}") for t in topics]
+    with redirect_stdout(io.StringIO()):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=900)
+
+    failures = {
+        t: "".join(traceback.format_exception(r))[-3000:]
+        for t, r in results.items()
+        if isinstance(r, BaseException)
+    }
+    assert not failures, "\n".join(failures.values())
+    events = read_table(spark, settings, "events")
+    rejects = read_table(spark, settings, "rejects")
+    for topic, (valid, invalid) in produced.items():
+        summary = results[topic]
+        assert isinstance(summary, IngestSummary)
+        assert summary.batches >= 2
+        assert (summary.events, summary.rejects) == (valid, invalid)
+        mine_events = events.where(F.col("kafka_topic") == topic)
+        mine_rejects = rejects.where(F.col("kafka_topic") == topic)
+        assert mine_events.count() == mine_events.select(COORDINATES).distinct().count() == valid
+        assert mine_rejects.count() == invalid
+        offsets = mine_events.select(*COORDINATES).union(mine_rejects.select(*COORDINATES))
+        assert offsets.distinct().count() == valid + invalid
+    assert events.count() == sum(v for v, _ in produced.values())
+
+
+def test_tables_created_by_two_writers_at_once_are_created_once(
+    spark: SparkSession, settings: Settings, tmp_path: Path
+) -> None:
+    """The creation race of (b), made frequent: two threads create the tables of a fresh
+    warehouse at the same instant, a few times over. Each round ends with both calls
+    returning and each table created once (one commit, version 0)."""
+    from delta.tables import DeltaTable
+
+    errors: list[BaseException] = []
+
+    def create(target: Settings, start: threading.Barrier) -> None:
+        start.wait(timeout=60)
+        try:
+            ensure_tables(spark, target)
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    for round_ in range(4):
+        fresh = settings.model_copy(update={"warehouse": tmp_path / f"w{round_}"})
+        start = threading.Barrier(2)
+        threads = [threading.Thread(target=create, args=(fresh, start)) for _ in range(2)]
+        with redirect_stdout(io.StringIO()):
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=300)
+        assert errors == [], errors
+        for name in ("events", "rejects"):
+            history = DeltaTable.forPath(spark, str(fresh.table_path(name))).history()
+            operations = [r["operation"] for r in history.orderBy("version").collect()]
+            assert operations == ["CREATE TABLE"], operations
