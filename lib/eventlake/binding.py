@@ -144,10 +144,29 @@ def _sql_list(names: tuple[str, ...]) -> str:
 
 
 def _binary_attribute(name: str) -> Column:
-    """Value of the ce_<name> header as a string, null when the header is absent."""
-    return F.expr(
-        f"cast(try_element_at(filter(_ce_headers, h -> h.key = '{CE_PREFIX}{name}'), 1).value "
-        "as string)"
+    """Value of the (first) ce_<name> header as a string, null when the header is absent.
+
+    A position lookup in the names array runs as generated code, where a ``filter``
+    lambda per attribute would be interpreted for every header of every record.
+    """
+    position = f"cast(nullif(array_position(_ce_names, '{name}'), 0) AS int)"
+    return F.expr(f"element_at(_ce_values, {position})")
+
+
+def _names_certainly_valid(names: Column) -> Column:
+    """True when every name in the array is lowercase letters and digits, decided over
+    the comma-joined names instead of with one regular expression per name; false means
+    "look name by name". The character class has no group, so Java's regex engine does
+    not recurse per name (thousands of headers would overflow its stack); a name holding
+    a comma would join into valid-looking parts, so the comma count must match too.
+    """
+    joined = F.array_join(names, ",")
+    commas = F.length(joined) - F.length(F.replace(joined, F.lit(","), F.lit("")))
+    return F.coalesce(
+        joined.rlike("^[a-z0-9,]*+\\z")
+        & (commas == F.greatest(F.size(names) - 1, F.lit(0)))
+        & ~F.array_contains(names, ""),
+        F.lit(False),
     )
 
 
@@ -171,16 +190,66 @@ def single_json_shape(text: Column) -> Column:
     allowed); meant for text that also parses.
 
     Spark's JSON parser stops after the first complete value and ignores what follows
-    (``{"a":1}}`` parses), so parsing alone is not enough: with strings blanked out,
-    the brackets must come back to depth zero exactly once, at the end, or the text is
-    a bare scalar.
+    (``{"a":1}}`` parses), so parsing alone is not enough. The common case is settled by
+    one more parse (:func:`wrapped_for_shape`); only text that it cannot vouch for takes
+    the bracket walk (:func:`_single_value_by_scan`), which is exact but runs regular
+    expressions over the whole text (the top cost of ingest in the profile).
 
     Example:
         >>> df.where(single_json_value(F.col("text")))
     """
+    return F.when(_single_value_by_parse(text, wrapped_for_shape(text)), F.lit(True)).otherwise(
+        _single_value_by_scan(text)
+    )
+
+
+#: Appended after the text as a second array element by :func:`wrapped_for_shape`.
+_END_SENTINEL: Final = "eventlake-end-of-value-5b1f"
+
+
+def wrapped_for_shape(text: Column) -> Column:
+    """``[<text>,"<sentinel>"]`` parsed to a VARIANT (null when it does not parse): the
+    input of the fast single-value test.
+
+    Example:
+        >>> df.withColumn("_wrapped", wrapped_for_shape(F.col("text")))
+    """
+    return F.try_parse_json(F.concat(F.lit("["), text, F.lit(f',"{_END_SENTINEL}"]')))
+
+
+def _single_value_by_parse(text: Column, wrapped: Column) -> Column:
+    """True only when ``text`` is certainly one JSON value; false when undecided.
+
+    The wrapped text parses to a two-element array ending in the sentinel exactly when
+    the text is one value with nothing but whitespace after it: trailing garbage breaks
+    the array or adds elements. Text holding a backslash (an escaped sentinel) or the
+    sentinel itself could fake the ending, so it is left undecided, as is text nested so
+    deep that the extra bracket breaks the parse.
+    """
+    return F.coalesce(_can_vouch(text) & _wrapped_is_single(wrapped), F.lit(False))
+
+
+def _can_vouch(text: Column) -> Column:
+    """Text for which the wrapped parse can decide: no backslash, no sentinel."""
+    return ~text.contains("\\") & ~text.contains(_END_SENTINEL)
+
+
+def _wrapped_is_single(wrapped: Column) -> Column:
+    """The wrapped parse is a two-element array ending in the sentinel."""
+    return F.coalesce(
+        (F.try_variant_get(wrapped, "$[1]", "string") == _END_SENTINEL)
+        & F.try_variant_get(wrapped, "$[2]", "string").isNull(),
+        F.lit(False),
+    )
+
+
+def _single_value_by_scan(text: Column) -> Column:
+    """True when ``text`` is one JSON value by a bracket walk with strings blanked out:
+    the brackets must come back to depth zero exactly once, at the end, or the trimmed
+    text is a bare scalar."""
     blanked = F.regexp_replace(text, _JSON_STRING, '""')
     trimmed = F.regexp_replace(blanked, f"^{JSON_WHITESPACE}+|{JSON_WHITESPACE}+$", "")
-    brackets = F.regexp_replace(blanked, "[^\\[\\]{}]", "")
+    brackets = F.regexp_replace(blanked, "[^\\[\\]{}]+", "")
 
     def step(acc: Column, c: Column) -> Column:
         depth = acc["depth"] + F.when(c.isin("{", "["), 1).otherwise(-1)
@@ -236,6 +305,7 @@ def decode_records(records: DataFrame) -> DataFrame:
             {
                 "_content_type": F.expr("cast(try_element_at(_ct_headers, 1).value as string)"),
                 "_ce_names": F.expr("transform(_ce_headers, h -> substring(h.key, 4))"),
+                "_ce_values": F.expr("transform(_ce_headers, h -> cast(h.value as string))"),
             }
         )
         .withColumns(
@@ -262,24 +332,44 @@ def decode_records(records: DataFrame) -> DataFrame:
                 "string)) OR contains(h.key, '\ufffd')) OR exists(_ct_headers, h -> h.value IS "
                 "NULL OR NOT is_valid_utf8(cast(h.value as string)))"
             ),
+            # The name-by-name lists below only run when a cheap test finds a problem.
             "_duplicate_names": F.expr(
-                "array_distinct(filter(_ce_names, n -> size(filter(_ce_names, m -> m = n)) > 1))"
+                "CASE WHEN size(array_distinct(_ce_names)) < size(_ce_names) THEN "
+                "array_distinct(filter(_ce_names, n -> size(filter(_ce_names, m -> m = n)) > 1)) "
+                "ELSE array() END"
             ),
-            "_bad_binary_names": F.filter(
-                "_ce_names",
-                lambda n: ~n.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN))
-                | n.isin(*DATA_MEMBERS),
+            "_bad_binary_names": F.when(
+                _names_certainly_valid(F.col("_ce_names"))
+                & ~F.arrays_overlap("_ce_names", F.array(*[F.lit(m) for m in DATA_MEMBERS])),
+                F.array().cast("array<string>"),
+            ).otherwise(
+                F.filter(
+                    "_ce_names",
+                    lambda n: (
+                        ~n.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN)) | n.isin(*DATA_MEMBERS)
+                    ),
+                )
             ),
         }
     )
-    # Structured JSON: parse once into a VARIANT and look members up by name.
+    # Structured JSON: parse once into a VARIANT and look members up by name. The
+    # parse of the wrapped text (see single_json_shape) also yields the value itself, so
+    # text it vouches for is parsed once; the rest is parsed alone and scanned.
+    parseable = F.col("_json_format") & F.col("value").isNotNull() & F.col("_value_utf8")
     staged = (
         staged.withColumn(
-            "_json",
-            F.expr(
-                "CASE WHEN _json_format AND value IS NOT NULL AND _value_utf8 "
-                "THEN try_parse_json(cast(value as string)) END"
+            "_wrapped",
+            F.when(
+                parseable & _can_vouch(F.col("_value_text")),
+                wrapped_for_shape(F.col("_value_text")),
             ),
+        )
+        .withColumn("_single_by_parse", _wrapped_is_single(F.col("_wrapped")))
+        .withColumn(
+            "_json",
+            F.when(
+                F.col("_single_by_parse"), F.expr("variant_get(_wrapped, '$[0]', 'variant')")
+            ).when(parseable, F.try_parse_json(F.col("_value_text"))),
         )
         .withColumn(
             "_members",
@@ -290,10 +380,16 @@ def decode_records(records: DataFrame) -> DataFrame:
         )
         .withColumns(
             {
-                "_bad_json_names": F.filter(
-                    F.map_keys("_members"),
-                    lambda k: ~k.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN))
-                    & (k != "data_base64"),
+                "_bad_json_names": F.when(
+                    _names_certainly_valid(F.array_remove(F.map_keys("_members"), "data_base64")),
+                    F.array().cast("array<string>"),
+                ).otherwise(
+                    F.filter(
+                        F.map_keys("_members"),
+                        lambda k: (
+                            ~k.rlike(jvm_full_match(ATTRIBUTE_NAME_PATTERN)) & (k != "data_base64")
+                        ),
+                    )
                 ),
                 "_bad_json_types": F.expr(
                     "map_keys(map_filter(_members, (k, v) -> CASE "
@@ -326,14 +422,18 @@ def decode_records(records: DataFrame) -> DataFrame:
     staged = staged.withColumns(
         {
             "_missing": F.expr(
-                "filter(array("
+                "CASE WHEN "
+                + " OR ".join(f"_a_{n} IS NULL" for n in REQUIRED_ATTRIBUTES)
+                + " THEN filter(array("
                 + ", ".join(f"IF(_a_{n} IS NULL, '{n}', NULL)" for n in REQUIRED_ATTRIBUTES)
-                + "), x -> x IS NOT NULL)"
+                + "), x -> x IS NOT NULL) ELSE array() END"
             ),
             "_empty": F.expr(
-                "filter(array("
+                "CASE WHEN "
+                + " OR ".join(f"_a_{n} = ''" for n in REQUIRED_ATTRIBUTES)
+                + " THEN filter(array("
                 + ", ".join(f"IF(_a_{n} = '', '{n}', NULL)" for n in REQUIRED_ATTRIBUTES)
-                + "), x -> x IS NOT NULL)"
+                + "), x -> x IS NOT NULL) ELSE array() END"
             ),
             # RFC 3339 5.6 allows a lower-case "t" and "z"; Spark's cast only takes "T"/"Z".
             "_time": F.expr("try_cast(upper(_a_time) AS timestamp)"),
@@ -400,7 +500,11 @@ def decode_records(records: DataFrame) -> DataFrame:
             F.lit("structured JSON value is not valid UTF-8"),
         ),
         (
-            structured_json & (F.col("_json").isNull() | ~single_json_shape(F.col("_value_text"))),
+            structured_json
+            & (
+                F.col("_json").isNull()
+                | ~(F.col("_single_by_parse") | _single_value_by_scan(F.col("_value_text")))
+            ),
             RejectReason.MALFORMED_JSON,
             F.lit("value is not parseable JSON (syntax, duplicate member, or nesting too deep)"),
         ),
@@ -497,11 +601,12 @@ def decode_records(records: DataFrame) -> DataFrame:
             F.lit("content-type and ce_datacontenttype headers disagree"),
         ),
     ]
-    reason: Column = F.lit(None).cast("string")
-    detail: Column = F.lit(None).cast("string")
+    # One CASE gives reason and detail together: two would run every check twice.
+    reject: Column = F.lit(None).cast("struct<reason:string,detail:string>")
     for condition, code, text in reversed(reason_checks):
-        reason = F.when(condition, F.lit(code.value)).otherwise(reason)
-        detail = F.when(condition, text).otherwise(detail)
+        found = F.struct(F.lit(code.value).alias("reason"), text.cast("string").alias("detail"))
+        reject = F.when(condition, found).otherwise(reject)
+    staged = staged.withColumn("_reject", reject)
 
     # Data: binary mode carries it as the value; the JSON format as data or data_base64.
     json_data = F.expr("try_element_at(_members, 'data')")
@@ -544,8 +649,8 @@ def decode_records(records: DataFrame) -> DataFrame:
         F.col("key").alias("kafka_key"),
         F.col("value").alias("kafka_value"),
         F.col("headers").alias("kafka_headers"),
-        reason.alias("reject_reason"),
-        F.substring(detail, 1, DETAIL_MAX_CHARS).alias("reject_detail"),
+        F.col("_reject.reason").alias("reject_reason"),
+        F.substring("_reject.detail", 1, DETAIL_MAX_CHARS).alias("reject_detail"),
         F.current_timestamp().alias("ingested_at"),
     )
 
