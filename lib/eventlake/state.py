@@ -89,6 +89,21 @@ def latest_per_key(records: DataFrame) -> DataFrame:
     )
 
 
+def _merge_source(rows: DataFrame) -> DataFrame:
+    """``rows`` computed once and held (memory, then disk) as the source of a MERGE.
+
+    Delta plans a MERGE source again on its own, without Spark's cache, so a source
+    derived from the (cached) decoded batch would run the decoder once more, with the
+    filters pushed down into it: Spark inlines the decoder's shared sub-expressions at
+    every use and compiles a huge expression tree (minutes for ten records). A
+    checkpointed source is read as it is.
+
+    Example:
+        >>> source = _merge_source(latest_per_key(applicable_records(decoded)))
+    """
+    return rows.localCheckpoint(eager=True)
+
+
 def ensure_state_table(spark: SparkSession, settings: Settings, topic: str, schema: Any) -> str:
     """Create ``state/<topic>`` (Change Data Feed on) if missing; return its path."""
     from delta.tables import DeltaTable
@@ -156,7 +171,7 @@ def apply_state(
     keyless: dict[str, int] = dict(
         records.where(F.col("kafka_key").isNull()).groupBy("kafka_topic").count().collect()
     )
-    latest = latest_per_key(records)
+    latest = _merge_source(latest_per_key(records))
     changes: dict[str, StateChange] = {}
     event_schema = decoded.select(*EVENT_COLUMNS).schema
     for topic in topics:
@@ -236,7 +251,7 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
     decoded = decode_records(records).cache()
     try:
         read = decoded.count()
-        latest = latest_per_key(applicable_records(decoded)).cache()
+        latest = _merge_source(latest_per_key(applicable_records(decoded)))
         wanted = latest.where(~F.col("_tombstone"))
         keys = wanted.count()
         path = ensure_state_table(spark, settings, topic, decoded.select(*EVENT_COLUMNS).schema)
@@ -254,7 +269,6 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
             .execute()
         )
         metrics = _merge_metrics(spark, path)
-        latest.unpersist()
     finally:
         decoded.unpersist()
     return ReconcileReport(
