@@ -16,7 +16,7 @@ help:
 	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
-	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=5M"
+	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=1M and 5M"
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
@@ -69,7 +69,7 @@ bench: setup
 	$(PY) tests/benchmarks/bench.py --sizes 100000 1000000 --repeats 3
 
 bench-5m: setup
-	$(PY) tests/benchmarks/bench.py --sizes 5000000 --repeats 3
+	$(PY) tests/benchmarks/bench.py --sizes 1000000 5000000 --repeats 3
 
 test-faults: setup
 	$(VENV)/bin/pytest -m faults
