@@ -200,7 +200,9 @@ class PeakRss:
         broker = psutil.Process(self.broker_pid) if self.broker_pid else None
         while not self._stop.is_set():
             try:
-                rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(True))
+                # The broker is a child when this run started it; it is counted apart.
+                children = [c for c in me.children(True) if c.pid != self.broker_pid]
+                rss = me.memory_info().rss + sum(c.memory_info().rss for c in children)
                 self.driver = max(self.driver, rss)
                 if broker:
                     self.broker = max(self.broker, broker.memory_info().rss)
@@ -604,6 +606,7 @@ def run_bench(
     for name, ceiling in JOBS.items():
         print(f"bench:   {name}" + (f" (vs {ceiling})" if ceiling else ""), flush=True)
     measurements: list[Measurement] = []
+    report = Path()
     for n in sizes:
         measurements += measure_size(
             spark,
@@ -615,7 +618,9 @@ def run_bench(
             seed=seed,
             sdk_n=min(n, sdk_sample),
         )
-    return write_reports(measurements, output, run_id)
+        # After every N, so that a long run cut short still leaves its figures.
+        report = write_reports(measurements, output, run_id)
+    return report
 
 
 def measure_size(
