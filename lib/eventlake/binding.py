@@ -170,13 +170,12 @@ def _names_certainly_valid(names: Column) -> Column:
     )
 
 
-def _json_string_member(name: str) -> Column:
-    """A JSON member's string value; null when absent, JSON null, or not a string."""
-    member = f"try_element_at(_members, '{name}')"
-    return F.expr(
-        f"CASE WHEN schema_of_variant({member}) = 'STRING' "
-        f"THEN variant_get({member}, '$', 'string') END"
-    )
+#: The members a JSON-format event is read into, in one lookup (see ``_attrs``).
+_JSON_ATTRIBUTES_TYPE: Final = (
+    "struct<"
+    + ", ".join(f"{name}:string" for name in (*CONTEXT_ATTRIBUTES, "data_base64"))
+    + ", data:variant>"
+)
 
 
 def _is_json_media_type(media_type: Column) -> Column:
@@ -203,8 +202,11 @@ def single_json_shape(text: Column) -> Column:
     )
 
 
-#: Appended after the text as a second array element by :func:`wrapped_for_shape`.
-_END_SENTINEL: Final = "eventlake-end-of-value-5b1f"
+#: Appended after the text as a second array element by :func:`wrapped_for_shape`. It
+#: starts with a rare byte (DEL, legal unescaped in a JSON string) because Spark's
+#: ``contains`` only compares the whole needle where the first byte matches: a common
+#: first letter made the sentinel test a top cost of decoding structured values.
+_END_SENTINEL: Final = "\x7feventlake-end-of-value-5b1f"
 
 
 def wrapped_for_shape(text: Column) -> Column:
@@ -304,6 +306,7 @@ def decode_records(records: DataFrame) -> DataFrame:
         .withColumns(
             {
                 "_content_type": F.expr("cast(try_element_at(_ct_headers, 1).value as string)"),
+                "_ct_count": F.size("_ct_headers"),
                 "_ce_names": F.expr("transform(_ce_headers, h -> substring(h.key, 4))"),
                 "_ce_values": F.expr("transform(_ce_headers, h -> cast(h.value as string))"),
             }
@@ -324,13 +327,20 @@ def decode_records(records: DataFrame) -> DataFrame:
                 CONTENT_MODE_BINARY
             ),
             "_json_format": F.col("_structured") & (F.col("_media_type") == JSON_FORMAT_MEDIA_TYPE),
-            "_value_utf8": F.expr("is_valid_utf8(cast(value as string))"),
-            "_value_text": F.col("value").cast("string"),
+            # Only a JSON-format value is read as text; binary-mode data stays bytes.
+            "_value_utf8": F.when(
+                F.col("_structured") & (F.col("_media_type") == JSON_FORMAT_MEDIA_TYPE),
+                F.expr("is_valid_utf8(cast(value as string))"),
+            ),
             # Header problems only matter in binary mode, where headers carry the event.
+            # Checked over the values joined with an ASCII separator, which is valid UTF-8
+            # exactly when every value is (UTF-8 resynchronises at an ASCII byte): inside a
+            # lambda, is_valid_utf8 looks its method up by reflection for every header.
             "_bad_encoding": F.expr(
-                "exists(_ce_headers, h -> h.value IS NULL OR NOT is_valid_utf8(cast(h.value as "
-                "string)) OR contains(h.key, '\ufffd')) OR exists(_ct_headers, h -> h.value IS "
-                "NULL OR NOT is_valid_utf8(cast(h.value as string)))"
+                "exists(_ce_values, v -> v IS NULL) OR exists(_ct_headers, h -> h.value IS NULL)"
+                " OR NOT is_valid_utf8(concat(array_join(_ce_values, ','), ',', array_join("
+                "transform(_ct_headers, h -> cast(h.value as string)), ',')))"
+                " OR contains(array_join(_ce_names, ','), '\ufffd')"
             ),
             # The name-by-name lists below only run when a cheap test finds a problem.
             "_duplicate_names": F.expr(
@@ -355,13 +365,16 @@ def decode_records(records: DataFrame) -> DataFrame:
     # Structured JSON: parse once into a VARIANT and look members up by name. The
     # parse of the wrapped text (see single_json_shape) also yields the value itself, so
     # text it vouches for is parsed once; the rest is parsed alone and scanned.
+    # Each column below is copied at every step of the plan: the value's text is
+    # recomputed where needed (a cast of the bytes) instead of carried along.
+    value_text = F.col("value").cast("string")
     parseable = F.col("_json_format") & F.col("value").isNotNull() & F.col("_value_utf8")
     staged = (
         staged.withColumn(
             "_wrapped",
             F.when(
-                parseable & _can_vouch(F.col("_value_text")),
-                wrapped_for_shape(F.col("_value_text")),
+                parseable & _can_vouch(value_text),
+                wrapped_for_shape(value_text),
             ),
         )
         .withColumn("_single_by_parse", _wrapped_is_single(F.col("_wrapped")))
@@ -369,14 +382,13 @@ def decode_records(records: DataFrame) -> DataFrame:
             "_json",
             F.when(
                 F.col("_single_by_parse"), F.expr("variant_get(_wrapped, '$[0]', 'variant')")
-            ).when(parseable, F.try_parse_json(F.col("_value_text"))),
+            ).when(parseable, F.try_parse_json(value_text)),
         )
         .withColumn(
             "_members",
-            F.expr(
-                "CASE WHEN startswith(schema_of_variant(_json), 'OBJECT') "
-                "THEN variant_get(_json, '$', 'map<string,variant>') END"
-            ),
+            # Null unless the value is an object. (schema_of_variant would print the
+            # schema of the whole event, nested data included, for every record.)
+            F.expr("try_variant_get(_json, '$', 'map<string,variant>')"),
         )
         .withColumns(
             {
@@ -393,17 +405,26 @@ def decode_records(records: DataFrame) -> DataFrame:
                 ),
                 "_bad_json_types": F.expr(
                     "map_keys(map_filter(_members, (k, v) -> CASE "
-                    f"WHEN k IN ({context_members}) "
-                    "THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
                     "WHEN k = 'data' THEN false "
-                    "WHEN k = 'data_base64' THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
-                    "ELSE startswith(schema_of_variant(v), 'OBJECT') "
-                    "OR startswith(schema_of_variant(v), 'ARRAY') END))"
+                    f"WHEN k IN ({context_members}, 'data_base64') "
+                    "THEN schema_of_variant(v) NOT IN ('STRING', 'VOID') "
+                    "ELSE substring(schema_of_variant(v), 1, 5) IN ('OBJEC', 'ARRAY') END))"
                 ),
+                # Every attribute in one cast of the object, where a map lookup, a type
+                # test and a cast per member were a top cost. The cast turns a number or
+                # boolean into text, but such a member is rejected above as
+                # invalid_attribute_type before any attribute is looked at.
+                "_attrs": F.expr(f"try_variant_get(_json, '$', '{_JSON_ATTRIBUTES_TYPE}')"),
+                "_json_parsed": F.col("_json").isNotNull(),
+            }
+        )
+        .withColumns(
+            {
                 "_json_has_data": F.expr(
-                    "coalesce(schema_of_variant(try_element_at(_members, 'data')) != 'VOID', false)"
+                    # is_variant_null is false for SQL NULL (no data member).
+                    "coalesce(_attrs.data IS NOT NULL AND NOT is_variant_null(_attrs.data), false)"
                 ),
-                "_json_data_base64": _json_string_member("data_base64"),
+                "_json_data_base64": F.col("_attrs.data_base64"),
             }
         )
     )
@@ -414,9 +435,9 @@ def decode_records(records: DataFrame) -> DataFrame:
         binary_value = _binary_attribute(name)
         if name == "datacontenttype":
             binary_value = F.coalesce(F.col("_content_type"), binary_value)
-        attributes[f"_a_{name}"] = F.when(
-            F.col("_structured"), _json_string_member(name)
-        ).otherwise(binary_value)
+        attributes[f"_a_{name}"] = F.when(F.col("_structured"), F.col(f"_attrs.{name}")).otherwise(
+            binary_value
+        )
     staged = staged.withColumns(attributes)
 
     staged = staged.withColumns(
@@ -446,7 +467,7 @@ def decode_records(records: DataFrame) -> DataFrame:
     structured_json = F.col("_json_format")
     reason_checks: list[tuple[Column, RejectReason, Column]] = [
         (
-            binary & F.col("value").isNull() & (F.size("_ce_headers") == 0),
+            binary & F.col("value").isNull() & (F.size("_ce_names") == 0),
             RejectReason.PLAIN_TOMBSTONE,
             F.lit(
                 "record has no value and no ce_ headers: a plain Kafka tombstone, not a CloudEvent"
@@ -474,7 +495,7 @@ def decode_records(records: DataFrame) -> DataFrame:
         ),
         (
             # Two content-type headers leave the content mode itself undecided: any mode.
-            (binary & (F.size("_duplicate_names") > 0)) | (F.size("_ct_headers") > 1),
+            (binary & (F.size("_duplicate_names") > 0)) | (F.col("_ct_count") > 1),
             RejectReason.DUPLICATE_HEADER,
             F.concat(
                 F.lit("header repeated: "),
@@ -482,7 +503,7 @@ def decode_records(records: DataFrame) -> DataFrame:
                     F.concat(
                         F.transform("_duplicate_names", lambda n: F.concat(F.lit(CE_PREFIX), n)),
                         F.when(
-                            F.size("_ct_headers") > 1, F.array(F.lit(CONTENT_TYPE_HEADER))
+                            F.col("_ct_count") > 1, F.array(F.lit(CONTENT_TYPE_HEADER))
                         ).otherwise(F.array().cast("array<string>")),
                     ),
                     ", ",
@@ -502,8 +523,8 @@ def decode_records(records: DataFrame) -> DataFrame:
         (
             structured_json
             & (
-                F.col("_json").isNull()
-                | ~(F.col("_single_by_parse") | _single_value_by_scan(F.col("_value_text")))
+                ~F.col("_json_parsed")
+                | ~(F.col("_single_by_parse") | _single_value_by_scan(value_text))
             ),
             RejectReason.MALFORMED_JSON,
             F.lit("value is not parseable JSON (syntax, duplicate member, or nesting too deep)"),
@@ -542,7 +563,7 @@ def decode_records(records: DataFrame) -> DataFrame:
             ),
         ),
         (
-            binary & (F.size("_ce_headers") == 0),
+            binary & (F.size("_ce_names") == 0),
             RejectReason.NOT_A_CLOUDEVENT,
             F.lit("no ce_ headers and no CloudEvents content-type"),
         ),
@@ -609,27 +630,29 @@ def decode_records(records: DataFrame) -> DataFrame:
     staged = staged.withColumn("_reject", reject)
 
     # Data: binary mode carries it as the value; the JSON format as data or data_base64.
-    json_data = F.expr("try_element_at(_members, 'data')")
+    json_data = F.col("_attrs.data")
     json_data_bytes = (
         F.when(F.col("_data_base64_bytes").isNotNull(), F.col("_data_base64_bytes"))
         .when(~F.col("_json_has_data"), F.lit(None).cast("binary"))
+        # JSON data is stored as JSON whatever its type: asked first, so that the type of
+        # (often large, nested) data is only looked at for other media types.
+        .when(_is_json_media_type(F.col("_a_datacontenttype")), F.to_json(json_data).cast("binary"))
         .when(
-            (F.expr("schema_of_variant(try_element_at(_members, 'data'))") == "STRING")
-            & ~_is_json_media_type(F.col("_a_datacontenttype")),
-            F.encode(
-                F.expr("variant_get(try_element_at(_members, 'data'), '$', 'string')"), "UTF-8"
-            ),
+            F.expr("schema_of_variant(_attrs.data)") == "STRING",
+            # Text from a JSON parse is valid UTF-8 already: a cast, not encode(), which
+            # checks every byte again.
+            F.expr("variant_get(_attrs.data, '$', 'string')").cast("binary"),
         )
-        .otherwise(F.encode(F.to_json(json_data), "UTF-8"))
+        .otherwise(F.to_json(json_data).cast("binary"))
     )
     binary_extensions = F.expr(
         "CASE WHEN size(_duplicate_names) = 0 THEN map_filter(map_from_arrays(_ce_names, "
-        "transform(_ce_headers, h -> cast(h.value as string))), "
+        "_ce_values), "
         f"(k, v) -> k NOT IN ({_sql_list(CONTEXT_ATTRIBUTES)})) END"
     )
     json_extensions = F.expr(
         "transform_values(map_filter(_members, (k, v) -> "
-        f"k NOT IN ({known_members}) AND schema_of_variant(v) != 'VOID'), "
+        f"k NOT IN ({known_members}) AND NOT is_variant_null(v)), "
         "(k, v) -> CASE WHEN schema_of_variant(v) = 'STRING' "
         "THEN variant_get(v, '$', 'string') ELSE to_json(v) END)"
     )

@@ -168,6 +168,31 @@ def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str
     return options
 
 
+def decode_batch(records: DataFrame) -> DataFrame:
+    """Decode Kafka rows and hold the result (memory, then disk) for the writes of a batch.
+
+    The raw value and headers are kept only for rejects: the events table has the data
+    and attributes, and holding every value twice made building the cache a third of
+    the time of a large batch.
+
+    Example:
+        >>> decoded = decode_batch(spark.read.format("kafka")...load())
+        >>> try: ...  # write events, rejects, state
+        ... finally: decoded.unpersist()
+    """
+    rejected = F.col("reject_reason").isNotNull()
+    return (
+        decode_records(records)
+        .withColumns(
+            {
+                "kafka_value": F.when(rejected, F.col("kafka_value")),
+                "kafka_headers": F.when(rejected, F.col("kafka_headers")),
+            }
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+
+
 def _reason_counts(decoded: DataFrame) -> dict[str | None, int]:
     rows = decoded.groupBy("reject_reason").count().collect()
     return {row["reject_reason"]: int(row["count"]) for row in rows}
@@ -250,7 +275,7 @@ def _run_streaming(
     summary = IngestSummary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        decoded = decode_records(batch).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = decode_batch(batch)
         try:
             idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
             to_events(decoded).write.format("delta").mode("append").options(**idempotent).save(
@@ -337,7 +362,7 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
     from delta.tables import DeltaTable
 
     records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
-    decoded = decode_records(records).persist(StorageLevel.MEMORY_AND_DISK)
+    decoded = decode_batch(records)
     try:
         match = " AND ".join(f"t.{c} = s.{c}" for c in COORDINATES)
         # Rejects of the same record by republish are its reads, not ours: not a match.

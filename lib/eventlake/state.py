@@ -59,7 +59,9 @@ def is_tombstone() -> Column:
     binary_no_data = (
         F.col("reject_reason").isNull()
         & (F.col("content_mode") == "binary")
-        & F.col("kafka_value").isNull()
+        # data, not kafka_value: ingest drops the raw value of valid events from its batch
+        # (the events table does not keep it); in binary mode data is the value as-is.
+        & F.col("data").isNull()
     )
     plain = F.col("reject_reason") == RejectReason.PLAIN_TOMBSTONE.value
     # Never NULL: a NULL here would make the MERGE skip the row silently.
