@@ -38,7 +38,7 @@ from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, spark_kafka_options
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
-from eventlake.tables import EVENTS, REJECTS, ensure_tables
+from eventlake.tables import EVENTS, REJECTS, ensure_tables, merge_source
 
 AVAILABLE_NOW = "available-now"
 PROCESSING_TIME_PREFIX = "processing-time="
@@ -374,7 +374,7 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
         ):
             target = DeltaTable.forPath(spark, str(settings.table_path(name)))
             # Insert-if-absent on the Kafka coordinates: replays add nothing.
-            merge = target.alias("t").merge(rows.alias("s"), condition)
+            merge = target.alias("t").merge(merge_source(rows).alias("s"), condition)
             merge.whenNotMatchedInsertAll().execute()
         summary = IngestSummary()
         summary.add_batch(_reason_counts(decoded))

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.settings import Settings
-from eventlake.tables import retry_conflicts
+from eventlake.tables import merge_source, retry_conflicts
 
 STATE_FOLDER = "state"
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
@@ -89,21 +89,6 @@ def latest_per_key(records: DataFrame) -> DataFrame:
         .agg(F.max_by(F.struct(*columns), order).alias("latest"))
         .select("latest.*")
     )
-
-
-def _merge_source(rows: DataFrame) -> DataFrame:
-    """``rows`` computed once and held (memory, then disk) as the source of a MERGE.
-
-    Delta plans a MERGE source again on its own, without Spark's cache, so a source
-    derived from the (cached) decoded batch would run the decoder once more, with the
-    filters pushed down into it: Spark inlines the decoder's shared sub-expressions at
-    every use and compiles a huge expression tree (minutes for ten records). A
-    checkpointed source is read as it is.
-
-    Example:
-        >>> source = _merge_source(latest_per_key(applicable_records(decoded)))
-    """
-    return rows.localCheckpoint(eager=True)
 
 
 def ensure_state_table(spark: SparkSession, settings: Settings, topic: str, schema: Any) -> str:
@@ -173,7 +158,7 @@ def apply_state(
     keyless: dict[str, int] = dict(
         records.where(F.col("kafka_key").isNull()).groupBy("kafka_topic").count().collect()
     )
-    latest = _merge_source(latest_per_key(records))
+    latest = merge_source(latest_per_key(records))
     changes: dict[str, StateChange] = {}
     event_schema = decoded.select(*EVENT_COLUMNS).schema
     for topic in topics:
@@ -253,7 +238,7 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
     decoded = decode_records(records).cache()
     try:
         read = decoded.count()
-        latest = _merge_source(latest_per_key(applicable_records(decoded)))
+        latest = merge_source(latest_per_key(applicable_records(decoded)))
         wanted = latest.where(~F.col("_tombstone"))
         keys = wanted.count()
         path = ensure_state_table(spark, settings, topic, decoded.select(*EVENT_COLUMNS).schema)

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Final, TypeVar
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -72,13 +72,22 @@ def _nullable(schema: StructType) -> StructType:
     return StructType([StructField(f.name, f.dataType, True) for f in schema.fields])
 
 
+#: The schemas below, worked out once per process: planning the decoder takes a second.
+_DECODER_SCHEMAS: dict[str, StructType] = {}
+
+
 def table_schemas(spark: SparkSession) -> dict[str, StructType]:
-    """Schemas of the events and rejects tables, taken from the decoder's output."""
-    decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
-    return {
-        EVENTS: _nullable(to_events(decoded).schema),
-        REJECTS: _nullable(to_rejects(decoded).schema),
-    }
+    """Schemas of the events and rejects tables, taken from the decoder's output.
+
+    Example:
+        >>> table_schemas(spark)[EVENTS].fieldNames()[:3]
+        ['id', 'source', 'specversion']
+    """
+    if not _DECODER_SCHEMAS:
+        decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
+        _DECODER_SCHEMAS[EVENTS] = _nullable(to_events(decoded).schema)
+        _DECODER_SCHEMAS[REJECTS] = _nullable(to_rejects(decoded).schema)
+    return dict(_DECODER_SCHEMAS)
 
 
 def retry_conflicts(
@@ -125,6 +134,22 @@ _CREATION_RACE_CONDITIONS: Final = frozenset(
 class TableCreationRaceError(RuntimeError):
     """Creating a table found its location half-created, most likely by another writer
     creating it at the same moment; the message is Delta's."""
+
+
+def merge_source(rows: DataFrame) -> DataFrame:
+    """``rows`` computed once and held (memory, then disk) as the source of a MERGE.
+
+    Delta plans a MERGE source again on its own, without Spark's cache, so a source
+    derived from the (cached) decoded batch would run the decoder once more, with the
+    filters pushed down into it: Spark inlines the decoder's shared sub-expressions at
+    every use and compiles a huge expression tree (minutes for ten records). A
+    checkpointed source is read as it is.
+
+    Example:
+        >>> source = merge_source(to_events(decoded))
+        >>> DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "...")
+    """
+    return rows.localCheckpoint(eager=True)
 
 
 def ensure_tables(spark: SparkSession, settings: Settings) -> None:
