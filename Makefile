@@ -23,14 +23,16 @@ help:
 setup: system-packages venv jars
 
 # Debian tools the tests use: docker-compose validates docker-compose.yml, kcat is an
-# independent Kafka client, chromium takes the Airflow UI screenshot.
+# independent Kafka client, chromium takes the Airflow UI screenshot and tesseract-ocr
+# reads it back.
+DEBIAN_PACKAGES := docker-compose kcat chromium tesseract-ocr
 system-packages:
 	@if ! command -v docker-compose >/dev/null || ! command -v kcat >/dev/null \
-	    || ! command -v chromium >/dev/null; then \
-	  echo "installing Debian packages docker-compose, kcat and chromium"; \
+	    || ! command -v chromium >/dev/null || ! command -v tesseract >/dev/null; then \
+	  echo "installing Debian packages $(DEBIAN_PACKAGES)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose kcat chromium >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEBIAN_PACKAGES) >/dev/null; \
 	fi
 
 venv: $(VENV)/.installed
@@ -61,8 +63,14 @@ lint: venv
 	$(VENV)/bin/ruff check lib jobs dags tests
 	$(VENV)/bin/mypy
 
+# Two pytest-xdist workers: much of the suite waits on a broker, a JVM or a subprocess.
+# A module (or the modules sharing the local Airflow) stays on one worker; the longest
+# go first. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: setup lint
-	$(VENV)/bin/pytest -m "not faults and not bench"
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not faults and not bench"
 
 # Benchmarks: not part of `make test` (a 2,000-event smoke run is). Results in results/.
 bench: setup
@@ -72,7 +80,7 @@ bench-5m: setup
 	$(PY) tests/benchmarks/bench.py --sizes 1000000 5000000 --repeats 3
 
 test-faults: setup
-	$(VENV)/bin/pytest -m faults
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m faults
 
 stop: venv
 	$(EVENTLAKE) airflow stop

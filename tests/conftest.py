@@ -1,31 +1,161 @@
 """Shared fixtures: one real Kafka broker and one SparkSession per test session.
 
 The test broker listens on its own ports (127.0.0.1 only) and keeps its data in a
-temporary folder, so it never collides with a broker started by `make demo`.
+temporary folder, so it never collides with a broker started by `make demo`. It also
+has a SASL/SCRAM listener for the security tests.
+
+Under pytest-xdist (`make test` runs two workers) the controller starts the broker in
+the background while the workers start, every worker's ``broker`` fixture waits for it,
+and the controller stops it after the last worker is done: one broker for the run.
+Each worker has its own SparkSession (a PySpark driver is one per process). Tests of a
+module stay together on one worker (their module fixtures run once), and the modules
+that share the local Airflow deployment are one group (:data:`XDIST_GROUPS`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Final
 
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
+from eventlake.broker import BrokerError, LocalBroker
 from eventlake.settings import Settings, load_settings
 from eventlake.spark import build_spark_session
+from tests import timing
 
-# Overridable so that two suites can run side by side on one machine.
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
 # after pytest closed the streams; keep that noise out of CI logs.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
-TEST_BROKER_PORT = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))
-TEST_CONTROLLER_PORT = TEST_BROKER_PORT + 1
+# Overridable so that two suites can run side by side on one machine.
+TEST_BROKER_PORT: Final = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))
+TEST_CONTROLLER_PORT: Final = TEST_BROKER_PORT + 1
+TEST_SASL_PORT: Final = TEST_BROKER_PORT + 2
+BROKER_START_TIMEOUT: Final = 120.0
+
+#: Set by the xdist controller for its workers: the folder of the run's shared broker.
+SHARED_DIR_ENV: Final = "EVENTLAKE_TEST_SHARED_DIR"
+#: Modules that must share a worker, by group: they use one local Airflow deployment.
+XDIST_GROUPS: Final = {
+    "tests/dags/test_airflow_api.py": "airflow-server",
+    "tests/dags/test_ui_screenshot.py": "airflow-server",
+}
+
+
+def broker_settings(broker_dir: Path) -> Settings:
+    """Settings of the test broker and of clients on it."""
+    return load_settings(
+        bootstrap_servers=f"127.0.0.1:{TEST_BROKER_PORT}",
+        broker_port=TEST_BROKER_PORT,
+        controller_port=TEST_CONTROLLER_PORT,
+        broker_sasl_port=TEST_SASL_PORT,
+        broker_dir=broker_dir,
+    )
+
+
+# -- the controller of an xdist run: owns the broker --------------------------------------
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
+
+
+class _SharedBroker:
+    """The run's broker, started in a thread of the xdist controller (so that it comes
+    up while the workers import and collect) and stopped when the session ends."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="eventlake-tests-"))
+        self.broker = LocalBroker(broker_settings(self.folder / "broker"))
+        self.thread = threading.Thread(target=self._start, name="test-broker", daemon=True)
+
+    def _start(self) -> None:
+        try:
+            self.broker.start(timeout=BROKER_START_TIMEOUT)
+        except BrokerError as error:
+            (self.folder / "broker-failed.txt").write_text(str(error))
+
+    def pytest_sessionfinish(self) -> None:
+        self.thread.join()
+        self.broker.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    timing.register(config)
+    if _is_xdist_controller(config):
+        shared = _SharedBroker()
+        os.environ[SHARED_DIR_ENV] = str(shared.folder)  # workers start after this
+        shared.thread.start()
+        config.pluginmanager.register(shared, "eventlake-shared-broker")
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _group(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or its module's group."""
+    return XDIST_GROUPS.get(_module(nodeid), _module(nodeid))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with groups: the tests of a module go to one worker, and so
+    do the modules of one :data:`XDIST_GROUPS` group. (xdist's own ``loadgroup`` does
+    not group under pytest 9: it renames items through an attribute pytest no longer
+    reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    # Units go out in collection order, which the workers sort longest first (below).
+    config.option.loadscopereorder = False
+    return ModuleGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, order the units of work (modules, or groups of modules)
+    longest first by :func:`tests.timing.module_seconds`, so that no long module starts
+    last while the other worker runs dry. Both workers sort alike, as xdist requires."""
+    if not hasattr(config, "workerinput"):
+        return
+    seconds = timing.module_seconds()
+    group_seconds: dict[str, float] = {}
+    for module in {_module(item.nodeid) for item in items}:
+        group = _group(module)
+        # A module never timed counts as long: better early than last.
+        group_seconds[group] = group_seconds.get(group, 0.0) + seconds.get(module, 1e6)
+    items.sort(key=lambda item: -group_seconds[_group(item.nodeid)])  # stable
+
+
+def _wait_for_shared_broker(broker: LocalBroker, folder: Path) -> None:
+    deadline = time.monotonic() + BROKER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        failed = folder / "broker-failed.txt"
+        if failed.exists():
+            raise BrokerError(failed.read_text())
+        if broker.pid() is not None and broker.answers_metadata(timeout=1.0):
+            return
+        time.sleep(0.5)
+    raise BrokerError(f"The run's test broker did not come up; see {broker.log_file}.")
+
+
+# -- fixtures -------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -34,23 +164,33 @@ def base_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def settings(base_dir: Path) -> Settings:
-    return load_settings(
-        bootstrap_servers=f"127.0.0.1:{TEST_BROKER_PORT}",
-        broker_port=TEST_BROKER_PORT,
-        controller_port=TEST_CONTROLLER_PORT,
-        broker_dir=base_dir / "broker",
-        warehouse=base_dir / "warehouse",
-        shuffle_partitions=2,
-        driver_memory="1g",
+def shared_dir() -> Path | None:
+    """The xdist controller's folder (broker data), or None in a single-process run."""
+    folder = os.environ.get(SHARED_DIR_ENV)
+    return Path(folder) if folder else None
+
+
+@pytest.fixture(scope="session")
+def settings(base_dir: Path, shared_dir: Path | None) -> Settings:
+    return broker_settings((shared_dir or base_dir) / "broker").model_copy(
+        update={"warehouse": base_dir / "warehouse", "shuffle_partitions": 2, "driver_memory": "1g"}
     )
 
 
 @pytest.fixture(scope="session")
-def broker(settings: Settings) -> Iterator[LocalBroker]:
+def broker(settings: Settings, shared_dir: Path | None) -> Iterator[LocalBroker]:
     local = LocalBroker(settings)
-    local.start(timeout=90)
+    if shared_dir is not None:
+        _wait_for_shared_broker(local, shared_dir)
+        yield local  # the controller stops it after every worker is done
+        return
+    local.start(timeout=BROKER_START_TIMEOUT)
     yield local
+    # Spark's cached Kafka producers retry a stopped broker once a second until the
+    # interpreter exits: stop the session first, so the end of a run stays quiet.
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
     local.stop()
 
 

@@ -21,6 +21,7 @@ def own_broker(
         update={
             "broker_port": 29092,
             "controller_port": 29093,
+            "broker_sasl_port": None,
             "broker_dir": tmp_path_factory.mktemp("own-broker"),
         }
     )
@@ -64,7 +65,12 @@ def test_taken_port_gives_clear_message(settings: Settings, tmp_path: Path) -> N
         blocker.listen()
         port = blocker.getsockname()[1]
         taken = settings.model_copy(
-            update={"broker_port": port, "controller_port": 29193, "broker_dir": tmp_path}
+            update={
+                "broker_port": port,
+                "controller_port": 29193,
+                "broker_sasl_port": None,
+                "broker_dir": tmp_path,
+            }
         )
         with pytest.raises(BrokerError, match=f"Port {port} .* already taken"):
             LocalBroker(taken).start(timeout=10)
@@ -75,7 +81,9 @@ def test_cluster_id_starting_with_dash_formats(settings: Settings, tmp_path: Pat
     be mistaken for an option (about 1 in 64 random ids start with "-")."""
     import eventlake.broker as broker_module
 
-    own = settings.model_copy(update={"broker_dir": tmp_path, "broker_port": 29292})
+    own = settings.model_copy(
+        update={"broker_dir": tmp_path, "broker_port": 29292, "broker_sasl_port": None}
+    )
     broker = LocalBroker(own)
     broker.home.mkdir(parents=True, exist_ok=True)
     original = broker_module._kafka_cluster_id

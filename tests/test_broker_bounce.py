@@ -82,6 +82,7 @@ def own(settings: Settings, tmp_path: Path) -> Iterator[tuple[LocalBroker, Setti
         update={
             "broker_port": OWN_PORT,
             "controller_port": OWN_PORT + 1,
+            "broker_sasl_port": None,
             "broker_dir": tmp_path / "broker",
             "bootstrap_servers": f"127.0.0.1:{OWN_PORT}",
             "warehouse": tmp_path / "warehouse",

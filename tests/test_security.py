@@ -10,7 +10,6 @@ import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -39,28 +38,17 @@ def password() -> str:
 
 
 @pytest.fixture(scope="module")
-def secured_broker(
-    settings: Settings, password: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LocalBroker]:
-    own = settings.model_copy(
-        update={
-            "broker_port": 28092,
-            "controller_port": 28093,
-            "broker_sasl_port": 28094,
-            "broker_dir": tmp_path_factory.mktemp("sasl-broker"),
-        }
-    )
-    broker = LocalBroker(own)
-    broker.start(timeout=90)
+def secured_broker(broker: LocalBroker, password: str) -> LocalBroker:
+    """The session broker (it has a SASL_PLAINTEXT listener) with the app's SCRAM user."""
+    assert broker.settings.broker_sasl_port is not None
     broker.provision_scram_user(USER, password)
-    yield broker
-    broker.stop()
+    return broker
 
 
 def _client_settings(settings: Settings, warehouse: Path, password: str) -> Settings:
     return settings.model_copy(
         update={
-            "bootstrap_servers": "127.0.0.1:28094",
+            "bootstrap_servers": f"127.0.0.1:{settings.broker_sasl_port}",
             "kafka_options": SASL_OPTIONS,
             "kafka_password": SecretStr(password),
             "warehouse": warehouse,

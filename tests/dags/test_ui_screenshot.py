@@ -1,8 +1,10 @@
-"""A headless Chromium screenshot of the Airflow UI's DAG list with eventlake's DAGs,
-saved as an artifact in results/airflow-dags.png (results/ is git-ignored)."""
+"""A headless Chromium screenshot of the Airflow UI's DAG list, saved as an artifact in
+results/airflow-dags.png (results/ is git-ignored) and read back with OCR (tesseract):
+it must show eventlake's four DAGs by name, as a person looking at it would check."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -15,8 +17,12 @@ from tests.dags.airflow_server import AirflowServer, airflow_server  # noqa: F40
 
 REPO: Final = Path(__file__).resolve().parents[2]
 SCREENSHOT: Final = REPO / "results" / "airflow-dags.png"
-EVENTLAKE_DAGS: Final = ("eventlake_ingest", "eventlake_maintenance")
-MIN_BYTES: Final = 20_000
+EVENTLAKE_DAGS: Final = (
+    "eventlake_ingest",
+    "eventlake_maintenance",
+    "eventlake_quality",
+    "eventlake_republish",
+)
 
 
 def headless_chromium(url: str, *output: str, timeout: float = 180.0) -> str:
@@ -60,13 +66,26 @@ def dags_page(airflow_server: AirflowServer) -> str:  # noqa: F811
     return f"{airflow_server.url}/dags"
 
 
-def test_dag_list_screenshot_is_saved(dags_page: str) -> None:
+def text_in_image(image: Path) -> str:
+    """The text tesseract (Debian's tesseract-ocr) reads in an image."""
+    tesseract = shutil.which("tesseract")
+    if tesseract is None:
+        pytest.fail("Debian package `tesseract-ocr` is missing: run `make setup`")
+    completed = subprocess.run(
+        [tesseract, str(image), "stdout"], check=True, capture_output=True, text=True, timeout=120
+    )
+    return completed.stdout
+
+
+def test_dag_list_screenshot_shows_the_four_dags_by_name(dags_page: str) -> None:
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)
 
     headless_chromium(dags_page, f"--screenshot={SCREENSHOT}")
 
-    assert SCREENSHOT.stat().st_size > MIN_BYTES
+    text = text_in_image(SCREENSHOT)
+    shown = {d for d in EVENTLAKE_DAGS if re.search(rf"(?<![A-Za-z]){d}(?![A-Za-z_])", text)}
+    assert shown == set(EVENTLAKE_DAGS), f"OCR of {SCREENSHOT}:\n{text}"
 
 
 def test_dag_list_renders_eventlake_dags_without_login(dags_page: str) -> None:
