@@ -112,18 +112,18 @@ def _wait_for(path: Path, thread: threading.Thread) -> None:
 @contextmanager
 def gated_state_merge(spark: SparkSession, gate: Path) -> Iterator[None]:
     """Route the source of every state MERGE through the gate."""
-    original = eventlake.state._merge_source
+    original = eventlake.state.merge_source
     gate_column = _gate_udf(spark, gate)
 
     def gated(rows: DataFrame) -> DataFrame:
         # After the checkpoint, so the gate runs inside the MERGE, not before it.
         return original(rows).where(gate_column(F.col("kafka_offset")))
 
-    eventlake.state._merge_source = gated
+    eventlake.state.merge_source = gated
     try:
         yield
     finally:
-        eventlake.state._merge_source = original
+        eventlake.state.merge_source = original
 
 
 def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:

@@ -7,7 +7,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from eventlake.settings import Settings
-from eventlake.spark import MissingJarsError, spark_jars
+from eventlake.spark import MissingJarsError, spark_conf, spark_jars
 
 
 def test_delta_create_merge_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
@@ -41,3 +41,12 @@ def test_missing_jars_folder_says_what_to_run(settings: Settings, tmp_path: Path
     empty = settings.model_copy(update={"jars_dir": tmp_path})
     with pytest.raises(MissingJarsError, match="make jars"):
         spark_jars(empty)
+
+
+def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Settings) -> None:
+    tuned = settings.model_copy(update={"driver_java_options": "-XX:TieredStopAtLevel=1"})
+
+    options = spark_conf(tuned)["spark.driver.extraJavaOptions"].split()
+
+    assert options[-1] == "-XX:TieredStopAtLevel=1"
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)

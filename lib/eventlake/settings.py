@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     )
     spark_master: str = Field(default="local[*]", description="Spark master URL.")
     driver_memory: str = Field(default="2g", description="Spark driver memory.")
+    driver_java_options: str = Field(
+        default="",
+        description="Extra JVM options of the Spark driver (GC, JIT), added to "
+        "spark.driver.extraJavaOptions.",
+    )
     shuffle_partitions: int = Field(default=4, ge=1, description="spark.sql.shuffle.partitions.")
     jars_dir: Path = Field(
         default=PROJECT_ROOT / "infra" / "jars" / "spark",

@@ -65,8 +65,8 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={settings.warehouse / '_derby'} "
-            f"-Dlog4j2.configurationFile={settings.log_config}"
-        ),
+            f"-Dlog4j2.configurationFile={settings.log_config} {settings.driver_java_options}"
+        ).strip(),
     }
     if settings.spark_master.startswith("local"):
         # A local driver serves only this machine: keep its ports on the loopback.
