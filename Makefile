@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help setup system-packages venv jars demo demo-ui test lint test-faults bench bench-5m clean stop
+.PHONY: help setup system-packages venv jars test-jvm demo demo-ui test lint test-faults bench bench-5m clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -43,7 +43,20 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@
 
-jars: infra/jars/.fetched
+# eventlake's own JVM code (lib/jvm, the binding's decoder), compiled from source; its
+# JUnit tests run in `make test`.
+JVM_MVN := mvn -q -B -s infra/maven-settings.xml -f lib/jvm/pom.xml
+DECODER_JAR := infra/jars/spark/eventlake-cloudevents-0.1.0.jar
+JVM_SOURCES := lib/jvm/pom.xml $(shell find lib/jvm/src/main -name '*.java' 2>/dev/null)
+
+jars: infra/jars/.fetched $(DECODER_JAR)
+
+$(DECODER_JAR): infra/jars/.fetched $(JVM_SOURCES)
+	$(JVM_MVN) package -DskipTests
+	cp lib/jvm/target/eventlake-cloudevents-0.1.0.jar $@
+
+test-jvm:
+	$(JVM_MVN) test
 
 infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	rm -rf infra/jars
@@ -69,7 +82,7 @@ lint: venv
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-test: setup lint
+test: setup lint test-jvm
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not faults and not bench"
 
 # Benchmarks: not part of `make test` (a 2,000-event smoke run is). Results in results/.

@@ -374,6 +374,31 @@ CASES: Final[list[Case]] = [
         ],
         Reject(RejectReason.CONFLICTING_DATACONTENTTYPE),
     ),
+    # The core specification's type system (String characters, non-empty optionals).
+    Case(
+        "bin-control-character-subject",
+        b"x",
+        ce_headers("bin-control-character-subject", subject="tab\there"),
+        Reject(RejectReason.INVALID_CHARACTERS),
+    ),
+    Case(
+        "bin-noncharacter-extension",
+        b"x",
+        ce_headers("bin-noncharacter-extension", comexample="\ufdd0"),
+        Reject(RejectReason.INVALID_CHARACTERS),
+    ),
+    Case(
+        "bin-empty-subject",
+        b"x",
+        ce_headers("bin-empty-subject", subject=""),
+        Reject(RejectReason.EMPTY_OPTIONAL_ATTRIBUTE),
+    ),
+    Case(
+        "bin-empty-content-type",
+        b"x",
+        [*ce_headers("bin-empty-content-type"), ("content-type", b"")],
+        Reject(RejectReason.EMPTY_OPTIONAL_ATTRIBUTE),
+    ),
     Case("plain-tombstone", None, [], Reject(RejectReason.PLAIN_TOMBSTONE)),
     Case(
         "plain-value-no-ce-headers",
@@ -441,7 +466,6 @@ CASES: Final[list[Case]] = [
             comexampleextension1="value",
             count=5,
             flag=True,
-            ratio=1.5,
         ),
         STRUCTURED,
         Event(
@@ -452,8 +476,18 @@ CASES: Final[list[Case]] = [
                 "comexampleextension1": "value",
                 "count": "5",
                 "flag": "true",
-                "ratio": "1.5",
             },
+        ),
+    ),
+    Case(
+        # An Integer extension reaches both ends of the 32-bit range.
+        "st-extension-int32-bounds",
+        ce_json("st-extension-int32-bounds", high=2**31 - 1, low=-(2**31)),
+        STRUCTURED,
+        Event(
+            "st-extension-int32-bounds",
+            content_mode="structured",
+            extensions={"high": "2147483647", "low": "-2147483648"},
         ),
     ),
     Case(
@@ -491,6 +525,40 @@ CASES: Final[list[Case]] = [
         Event("st-with-ce-headers", subject="from-json", content_mode="structured"),
     ),
     # --- structured mode: rejects -----------------------------------------------------
+    Case(
+        # JSON format 2.2: an Integer is a number with only an integer component.
+        "st-extension-fraction",
+        ce_json("st-extension-fraction", ratio=1.5),
+        STRUCTURED,
+        Reject(RejectReason.INVALID_ATTRIBUTE_TYPE),
+    ),
+    Case(
+        "st-extension-beyond-int32",
+        ce_json("st-extension-beyond-int32", count=2**31),
+        STRUCTURED,
+        Reject(RejectReason.INVALID_ATTRIBUTE_TYPE),
+    ),
+    Case(
+        "st-empty-dataschema",
+        ce_json("st-empty-dataschema", dataschema=""),
+        STRUCTURED,
+        Reject(RejectReason.EMPTY_OPTIONAL_ATTRIBUTE),
+    ),
+    Case(
+        "st-control-character-subject",
+        ce_json("st-control-character-subject", subject="a\u0001b"),
+        STRUCTURED,
+        Reject(RejectReason.INVALID_CHARACTERS),
+    ),
+    Case(
+        # A lone surrogate can only be written as a JSON escape.
+        "st-unpaired-surrogate-extension",
+        ce_json("st-unpaired-surrogate-extension", comexample="SURROGATE").replace(
+            b"SURROGATE", b"\\ud800"
+        ),
+        STRUCTURED,
+        Reject(RejectReason.INVALID_CHARACTERS),
+    ),
     Case(
         "st-missing-id",
         ce_json("-", id=DROP),

@@ -24,9 +24,10 @@ Decisions the corpus pins down (README "rejects" table and lib/eventlake/binding
   should select ``unix_micros(time)`` or a string, as the tests here do;
 * a trailing newline is part of neither an attribute name nor an RFC 3339 time (Java's
   ``$`` matched before it; the binding now anchors with ``\\z``);
-* NUL bytes: attribute values are not checked against the core spec's character set,
-  so a NUL inside ``ce_id`` (or ``\\u0000`` in JSON) is kept as-is; a raw NUL inside a
-  JSON string is not JSON (``malformed_json``);
+* NUL bytes: the core spec's String type allows no control characters, so a NUL
+  inside ``ce_id`` (or ``\\u0000`` in JSON) is ``invalid_characters`` (it landed in
+  ``events`` before the type-system rules); a raw NUL inside a JSON string is not JSON
+  (``malformed_json``);
 * header keys reach Spark as Java strings: a non-UTF-8 key arrives with U+FFFD in place
   of the bad bytes, which makes a ``ce_`` header ``invalid_header_encoding`` and is
   ignored on any other header.
@@ -326,14 +327,14 @@ CORPUS: Final[list[Case]] = [
         R.MALFORMED_JSON,
     ),
     # --- NUL bytes ------------------------------------------------------------------------
-    Case("nul-in-ce-id", b"x", ce(b"nul\x00id"), Accepted("nul\x00id")),
+    Case("nul-in-ce-id", b"x", ce(b"nul\x00id"), R.INVALID_CHARACTERS),
     Case(
         "nul-bytes-value",
         b"\x00" * 1000,
         ce("nul-value"),
         Accepted("nul-value", {"data": b"\x00" * 1000}),
     ),
-    Case("st-escaped-nul-id", js("nul\x00json"), STRUCTURED, Accepted("nul\x00json")),
+    Case("st-escaped-nul-id", js("nul\x00json"), STRUCTURED, R.INVALID_CHARACTERS),
     Case(
         "st-raw-nul-in-string",
         js("rawnul").replace(b"rawnul", b"raw\x00nul"),

@@ -19,7 +19,19 @@ from pyspark.sql import SparkSession
 from eventlake.settings import Settings
 
 #: Jars that must be present; prefixes of file names in the jars folder.
-REQUIRED_JARS = ("spark-sql-kafka-0-10_", "delta-spark_", "delta-storage-", "kafka-clients-")
+REQUIRED_JARS = (
+    "spark-sql-kafka-0-10_",
+    "delta-spark_",
+    "delta-storage-",
+    "kafka-clients-",
+    "eventlake-cloudevents-",
+)
+#: Session extensions: Delta's SQL, and eventlake's own functions (lib/jvm), among them
+#: ``cloudevents_from_kafka``, the binding's decoder.
+SQL_EXTENSIONS = (
+    "io.delta.sql.DeltaSparkSessionExtension",
+    "io.eventlake.cloudevents.EventlakeExtensions",
+)
 
 
 class MissingJarsError(RuntimeError):
@@ -40,7 +52,8 @@ def spark_jars(settings: Settings) -> list[Path]:
     if missing:
         raise MissingJarsError(
             f"Spark jars missing in {folder}: {', '.join(p + '*' for p in missing)}. "
-            "Run `make jars` (Maven fetches them once), or point EVENTLAKE_JARS_DIR at the folder."
+            "Run `make jars` (Maven fetches them once and builds lib/jvm), "
+            "or point EVENTLAKE_JARS_DIR at the folder."
         )
     return jars
 
@@ -49,7 +62,7 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
     """The Spark configuration eventlake runs with, also used to build spark-submit calls."""
     conf = {
         "spark.jars": ",".join(str(jar) for jar in spark_jars(settings)),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.extensions": ",".join(SQL_EXTENSIONS),
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.driver.memory": settings.driver_memory,
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
@@ -58,6 +71,10 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Spark's default, INT96, is read as nanoseconds by delta-rs and pyarrow, which
+        # only reach years 1677-2262: delta-rs refuses a table with a time outside, and
+        # pyarrow returns wrong dates. Microseconds are Spark's own precision and range.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # The Kafka options carry SASL credentials inside sasl.jaas.config: redact it
         # wherever Spark prints options or plans.
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",

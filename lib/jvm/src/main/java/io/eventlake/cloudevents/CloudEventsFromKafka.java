@@ -1,0 +1,204 @@
+package io.eventlake.cloudevents;
+
+import java.util.Map;
+import java.util.Objects;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
+import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
+import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * {@code cloudevents_from_kafka(value, headers)}: the Kafka binding as a Catalyst
+ * expression over the Kafka source's {@code value} (binary) and {@code headers}
+ * (array&lt;struct&lt;key:string,value:binary&gt;&gt;), returning one struct per record:
+ * the context attributes, time, data, extensions, content_mode, reject_reason and
+ * reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
+ * internal values in and out, like spark-avro's {@code from_avro}.
+ *
+ * <p>Evaluation is interpreted ({@link CodegenFallback}): the work is one call into the
+ * decoder per record, so generated code would add nothing but a branch.
+ */
+public final class CloudEventsFromKafka extends Expression implements CodegenFallback, java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+
+  public static final String NAME = "cloudevents_from_kafka";
+
+  /** The result type; field order is the events table's attribute order. */
+  public static final StructType RESULT_TYPE =
+      new StructType(
+          new StructField[] {
+            field("id", DataTypes.StringType),
+            field("source", DataTypes.StringType),
+            field("specversion", DataTypes.StringType),
+            field("type", DataTypes.StringType),
+            field("datacontenttype", DataTypes.StringType),
+            field("dataschema", DataTypes.StringType),
+            field("subject", DataTypes.StringType),
+            field("time", DataTypes.TimestampType),
+            field("data", DataTypes.BinaryType),
+            field("extensions",
+                DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType, true)),
+            field("content_mode", DataTypes.StringType),
+            field("reject_reason", DataTypes.StringType),
+            field("reject_detail", DataTypes.StringType),
+          });
+
+  private static final DataType HEADERS_TYPE =
+      DataTypes.createArrayType(
+          new StructType()
+              .add("key", DataTypes.StringType)
+              .add("value", DataTypes.BinaryType));
+
+  /** The string attributes, in result order (time follows them). */
+  private static final String[] STRING_ATTRIBUTES = {
+    "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject"
+  };
+
+  private final Expression value;
+  private final Expression headers;
+  private final scala.collection.immutable.Seq<Expression> children;
+
+  public CloudEventsFromKafka(Expression value, Expression headers) {
+    this.value = value;
+    this.headers = headers;
+    this.children =
+        scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.of(value, headers)).toList();
+  }
+
+  private static StructField field(String name, DataType type) {
+    return new StructField(name, type, true, org.apache.spark.sql.types.Metadata.empty());
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<Expression> children() {
+    return children;
+  }
+
+  @Override
+  public DataType dataType() {
+    return RESULT_TYPE;
+  }
+
+  @Override
+  public boolean nullable() {
+    return false;
+  }
+
+  @Override
+  public String prettyName() {
+    return NAME;
+  }
+
+  @Override
+  public TypeCheckResult checkInputDataTypes() {
+    boolean valueOk = value.dataType().equals(DataTypes.BinaryType)
+        || value.dataType().equals(DataTypes.NullType);
+    boolean headersOk = headers.dataType() instanceof ArrayType array
+        && DataType.equalsIgnoreCaseAndNullability(array, HEADERS_TYPE)
+        || headers.dataType().equals(DataTypes.NullType);
+    if (valueOk && headersOk) {
+      return TypeCheckResult.TypeCheckSuccess$.MODULE$;
+    }
+    return new TypeCheckResult.TypeCheckFailure(
+        NAME + " takes the Kafka source's value (binary) and headers "
+            + "(array<struct<key:string,value:binary>>, includeHeaders=true); got "
+            + value.dataType().simpleString() + " and " + headers.dataType().simpleString());
+  }
+
+  @Override
+  public Object eval(InternalRow row) {
+    byte[] valueBytes = (byte[]) value.eval(row);
+    ArrayData headerArray = (ArrayData) headers.eval(row);
+    int count = headerArray == null ? 0 : headerArray.numElements();
+    String[] keys = new String[count];
+    byte[][] values = new byte[count][];
+    for (int i = 0; i < count; i++) {
+      InternalRow header = headerArray.getStruct(i, 2);
+      keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
+      values[i] = header.isNullAt(1) ? null : header.getBinary(1);
+    }
+    return toRow(KafkaBinding.decode(valueBytes, keys, values, count));
+  }
+
+  private static InternalRow toRow(KafkaBinding.Decoded decoded) {
+    Object[] fields = new Object[RESULT_TYPE.size()];
+    for (int i = 0; i < STRING_ATTRIBUTES.length; i++) {
+      fields[i] = utf8(decoded.attributes.get(STRING_ATTRIBUTES[i]));
+    }
+    fields[7] = decoded.hasTime ? (Object) decoded.timeMicros : null;
+    fields[8] = decoded.data;
+    if (decoded.extensions != null) {
+      Object[] names = new Object[decoded.extensions.size()];
+      Object[] texts = new Object[names.length];
+      int i = 0;
+      for (Map.Entry<String, String> extension : decoded.extensions.entrySet()) {
+        names[i] = UTF8String.fromString(extension.getKey());
+        texts[i] = UTF8String.fromString(extension.getValue());
+        i++;
+      }
+      fields[9] = new ArrayBasedMapData(new GenericArrayData(names), new GenericArrayData(texts));
+    }
+    fields[10] = utf8(decoded.contentMode);
+    fields[11] = utf8(decoded.reason);
+    fields[12] = utf8(decoded.detail);
+    return new GenericInternalRow(fields);
+  }
+
+  private static UTF8String utf8(String text) {
+    return text == null ? null : UTF8String.fromString(text);
+  }
+
+  @Override
+  public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
+    return CodegenFallback.super.doGenCode(ctx, ev);
+  }
+
+  @Override
+  public Expression withNewChildrenInternal(
+      scala.collection.immutable.IndexedSeq<Expression> newChildren) {
+    return new CloudEventsFromKafka(newChildren.apply(0), newChildren.apply(1));
+  }
+
+  @Override
+  public int productArity() {
+    return 2;
+  }
+
+  @Override
+  public Object productElement(int n) {
+    return switch (n) {
+      case 0 -> value;
+      case 1 -> headers;
+      default -> throw new IndexOutOfBoundsException(n);
+    };
+  }
+
+  @Override
+  public boolean canEqual(Object other) {
+    return other instanceof CloudEventsFromKafka;
+  }
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof CloudEventsFromKafka that
+        && value.equals(that.value)
+        && headers.equals(that.headers);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(NAME, value, headers);
+  }
+}
