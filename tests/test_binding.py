@@ -1,89 +1,65 @@
-"""The binding's shortcuts: each fast test may only say "certainly valid" when the exact,
-slower test agrees; everything else must fall through to the exact test.
+"""The Python side of the binding: the JVM decoder registered as a Spark SQL function,
+its reason codes equal to :class:`RejectReason`, and the wrapper's frame shape.
 
-(The landing of whole records is in test_binding_conformance.py and
-test_hostile_corpus.py; these check the two shortcuts on their own.)
+(The rules themselves: lib/jvm's JUnit tests, record by record, and on the real broker
+test_binding_conformance.py and test_hostile_corpus.py.)
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from eventlake.binding import (
-    _END_SENTINEL,
-    _names_certainly_valid,
-    _single_value_by_parse,
-    _single_value_by_scan,
-    single_json_shape,
-    wrapped_for_shape,
+    DECODER_FUNCTION,
+    EVENT_COLUMNS,
+    RejectReason,
+    decode_records,
+    to_events,
+    to_rejects,
 )
+from eventlake.tables import KAFKA_SOURCE_SCHEMA
 
-DEEP = 900
-TEXTS = {
-    '{"a":1}': True,
-    ' {"a":1} \n': True,
-    '{"a":"}"}': True,
-    '{"a":"\\"}"}': True,  # escaped quote: the parse cannot vouch, the scan decides
-    "[1,2]": True,
-    '"s"': True,
-    "null": True,
-    "[" * DEEP + "]" * DEEP: True,
-    '{"a":1}}': False,
-    '{"a":1} x': False,
-    '{"a":1}, 2]': False,
-    '{"a":1}]': False,
-    '{"a":1},': False,
-    '{"a":1}{"b":2}': False,
-    "1 2": False,
-    "true false": False,
-    # Text that closes the wrapping array itself and supplies the sentinel: literally ...
-    '{"a":1},"' + _END_SENTINEL + '"]': False,
-    # ... or with the sentinel's first letter escaped.
-    '{"a":1},"\\u' + f"{ord(_END_SENTINEL[0]):04x}" + _END_SENTINEL[1:] + '"]': False,
-}
+VALID_HEADERS = [
+    ("ce_specversion", b"1.0"),
+    ("ce_id", b"e-1"),
+    ("ce_source", b"/s"),
+    ("ce_type", b"t"),
+]
 
 
-def test_single_json_shape_matches_the_exact_scan(spark: SparkSession) -> None:
-    frame = spark.createDataFrame([(t,) for t in TEXTS], "text string")
-    rows = frame.select(
-        "text",
-        single_json_shape(F.col("text")).alias("shape"),
-        _single_value_by_scan(F.col("text")).alias("scan"),
-    ).collect()
-    assert {r.text: r.shape for r in rows} == TEXTS
-    assert {r.text: r.scan for r in rows} == TEXTS
+def test_reason_codes_are_the_jvm_decoders(spark: SparkSession) -> None:
+    jvm_codes = spark.sparkContext._jvm.io.eventlake.cloudevents.KafkaBinding.Reason.ALL  # type: ignore[union-attr]
+    assert list(jvm_codes) == [reason.value for reason in RejectReason]
 
 
-def test_the_parse_shortcut_vouches_only_for_single_values(spark: SparkSession) -> None:
-    frame = spark.createDataFrame([(t,) for t in TEXTS], "text string")
-    text = F.col("text")
-    rows = frame.select("text", _single_value_by_parse(text, wrapped_for_shape(text)).alias("fast"))
-    vouched = {r.text for r in rows.collect() if r.fast}
-    assert vouched <= {t for t, single in TEXTS.items() if single}
-    # The shortcut is the common path: a plain object must not fall through to the scan.
-    assert '{"a":1}' in vouched
-
-
-@pytest.mark.parametrize(
-    ("names", "certain"),
-    [
-        ([], True),
-        (["id", "source", "specversion", "type", "tenant42"], True),
-        (["a,b"], False),  # joins like two valid names
-        (["id", ""], False),
-        (["Id"], False),
-        (["a_b"], False),
-        (["id,"], False),
-        ([",", "a"], False),
-        ([f"n{i}" for i in range(5000)], True),  # no regex recursion per name
-    ],
-)
-def test_names_shortcut_is_certain_only_for_valid_names(
-    spark: SparkSession, names: list[str], certain: bool
-) -> None:
-    frame = spark.createDataFrame([(names,)], "names array<string>")
-    row = frame.select(_names_certainly_valid(F.col("names"))).first()
+def test_decoder_is_a_sql_function(spark: SparkSession) -> None:
+    row = spark.sql(
+        f"SELECT {DECODER_FUNCTION}(CAST(NULL AS BINARY), "
+        "CAST(array() AS array<struct<key:string,value:binary>>)).reject_reason AS reason"
+    ).first()
     assert row is not None
-    assert row[0] is certain
+    assert row["reason"] == RejectReason.PLAIN_TOMBSTONE
+
+
+def test_decoder_refuses_columns_that_are_not_kafkas(spark: SparkSession) -> None:
+    with pytest.raises(AnalysisException, match="includeHeaders=true"):
+        spark.sql(f"SELECT {DECODER_FUNCTION}('text', 1)").collect()
+
+
+def test_one_record_splits_into_exactly_one_table(spark: SparkSession) -> None:
+    rows = [
+        (b"k", b"x", "t", 0, 0, datetime(2024, 1, 1), 0, VALID_HEADERS),
+        (b"k", None, "t", 0, 1, datetime(2024, 1, 1), 0, []),
+    ]
+    decoded = decode_records(spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA))
+    events = to_events(decoded).collect()
+    rejects = to_rejects(decoded).collect()
+    assert [e["kafka_offset"] for e in events] == [0]
+    assert tuple(to_events(decoded).columns) == EVENT_COLUMNS
+    assert [(r["kafka_offset"], r["reason"], r["rejected_by"]) for r in rejects] == [
+        (1, RejectReason.PLAIN_TOMBSTONE.value, "ingest")
+    ]

@@ -25,8 +25,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake import republish as republish_module
+from eventlake.binding import decode_records
 from eventlake.broker import LocalBroker
-from eventlake.encode import single_json_value
+from eventlake.encode import encode_as, single_json_value
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
 from eventlake.republish import (
@@ -634,6 +635,77 @@ def test_to_binary_copies_binary_records_and_tombstones(republished: Runner) -> 
 def test_to_binary_refuses_a_structured_event_without_data(republished: Runner) -> None:
     run = republished("to-binary")
     assert run.rejects["st-nodata"][0] == "no_data_not_convertible"
+
+
+#: name -> (structured value, content-type expected on the binary record or None).
+UNTYPED_DATA = {
+    "json-object": (
+        b'{"specversion":"1.0","id":"u1","source":"/u","type":"t","data":{"a":1}}',
+        b"application/json",
+    ),
+    "json-string": (
+        b'{"specversion":"1.0","id":"u2","source":"/u","type":"t","data":"hi"}',
+        b"application/json",
+    ),
+    "json-beside-null-base64": (
+        b'{"specversion":"1.0","id":"u3","source":"/u","type":"t","data_base64":null,"data":[1]}',
+        b"application/json",
+    ),
+    # The base64 of {"a":1}: bytes that look like JSON, but are not the JSON data member.
+    "base64": (
+        b'{"specversion":"1.0","id":"u4","source":"/u","type":"t","data_base64":"eyJhIjoxfQ=="}',
+        None,
+    ),
+    "base64-escaped-name": (
+        b'{"specversion":"1.0","id":"u5","source":"/u","type":"t",'
+        b'"data_b\\u0061se64":"eyJhIjoxfQ=="}',
+        None,
+    ),
+    "data-null": (b'{"specversion":"1.0","id":"u6","source":"/u","type":"t","data":null}', None),
+    "no-data": (b'{"specversion":"1.0","id":"u7","source":"/u","type":"t"}', None),
+    "typed": (
+        b'{"specversion":"1.0","id":"u8","source":"/u","type":"t",'
+        b'"datacontenttype":"text/plain","data":"hi"}',
+        b"text/plain",
+    ),
+}
+
+
+def test_to_binary_types_untyped_json_data_as_application_json(spark: SparkSession) -> None:
+    """JSON format 3.1.2: JSON data without datacontenttype is application/json, so the
+    binary record says so; data from data_base64 (or no data) gets no content-type."""
+    records = spark.createDataFrame(
+        [
+            (
+                name.encode(),
+                value,
+                "untyped",
+                0,
+                offset,
+                None,
+                0,
+                [("content-type", b"application/cloudevents+json")],
+            )
+            for offset, (name, (value, _)) in enumerate(UNTYPED_DATA.items())
+        ],
+        "key binary, value binary, topic string, partition int, offset long, "
+        "timestamp timestamp, timestampType int, headers array<struct<key:string,value:binary>>",
+    )
+
+    rows = decode_records(records).transform(encode_as, "binary").collect()
+
+    assert {bytes(r.kafka_key).decode(): r.reject_reason for r in rows} == dict.fromkeys(
+        UNTYPED_DATA
+    )
+    content_types = {
+        bytes(r.kafka_key).decode(): [
+            bytes(h.value) for h in r.encoded_headers if h.key == "content-type"
+        ]
+        for r in rows
+    }
+    assert content_types == {
+        name: [] if expected is None else [expected] for name, (_, expected) in UNTYPED_DATA.items()
+    }
 
 
 def test_binary_to_structured_to_binary_gives_back_the_same_event(republished: Runner) -> None:

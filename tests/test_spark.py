@@ -1,10 +1,13 @@
-"""The shared SparkSession has Delta working: create, MERGE, time travel."""
+"""The shared SparkSession has Delta working: create, MERGE, time travel; its conf."""
 
 from pathlib import Path
 
+import deltalake
+import pyarrow as pa
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from eventlake.settings import Settings
 from eventlake.spark import MissingJarsError, spark_conf, spark_jars
@@ -50,3 +53,37 @@ def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Sett
 
     assert options[-1] == "-XX:TieredStopAtLevel=1"
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+
+
+#: Spark's timestamp range, as microseconds since the epoch: the first and last
+#: microsecond of years 0001 and 9999 in UTC.
+FIRST_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+LAST_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+
+
+def test_parquet_timestamps_are_written_as_micros(settings: Settings) -> None:
+    assert spark_conf(settings)["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
+
+
+def test_session_writes_parquet_timestamps_as_micros(spark: SparkSession) -> None:
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+
+
+def test_delta_rs_reads_years_0001_and_9999_back_exactly(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # INT96 (Spark's default) is read as nanoseconds by delta-rs and pyarrow, which only
+    # reach 1677-2262: delta-rs refuses such a table and pyarrow returns wrong dates.
+    path = str(tmp_path / "times")
+    micros = [FIRST_MICROS, 0, LAST_MICROS]
+    (
+        spark.createDataFrame(list(enumerate(micros)), "id int, micros long")
+        .select("id", F.timestamp_micros("micros").alias("time"))
+        .write.format("delta")
+        .save(path)
+    )
+
+    table = deltalake.DeltaTable(path).to_pyarrow_table().sort_by("id")
+
+    # As integers: CPython's datetime cannot hold every instant of year 0001 in UTC.
+    assert table.column("time").cast(pa.int64()).to_pylist() == micros

@@ -16,11 +16,15 @@ exact, so that converting an event between modes never changes the event:
   - as ``data_base64`` otherwise.
 
 * structured -> binary: ``ce_`` headers for the attributes and extensions,
-  ``content-type`` for ``datacontenttype``, the data bytes as the value. For JSON data
-  the member's text is cut out of the record verbatim where it provably is that same
-  JSON value, so binary -> structured -> binary gives back the same bytes; otherwise
-  the decoder's bytes (compact JSON) are used. Extension values that were JSON numbers
-  or booleans become their JSON text (binary mode has only strings).
+  ``content-type`` for ``datacontenttype``, the data bytes as the value. An event with
+  JSON data in ``data`` and no datacontenttype gets ``content-type: application/json``,
+  which is what the JSON format says its data is (3.1.2); so a binary event without
+  content-type whose value is one JSON value comes back from structured mode with that
+  header, the one change a round trip makes. For JSON data the member's text is cut
+  out of the record verbatim where it provably is that same JSON value, so binary ->
+  structured -> binary gives back the same bytes; otherwise the decoder's bytes
+  (compact JSON) are used. Extension values that were JSON numbers or booleans become
+  their JSON text (binary mode has only strings).
 
 Headers that are not CloudEvents headers (neither ``ce_*`` nor ``content-type``) are
 carried over in their order, duplicates included. A record already in the wanted mode
@@ -43,14 +47,16 @@ from eventlake.binding import (
     CONTENT_MODE_BINARY,
     CONTENT_MODE_STRUCTURED,
     CONTENT_TYPE_HEADER,
-    JSON_WHITESPACE,
     OPTIONAL_ATTRIBUTES,
     REQUIRED_ATTRIBUTES,
-    single_json_value,
 )
+from eventlake.json_shape import JSON_WHITESPACE, single_json_value
 
 #: content-type of the structured records written here (the binding's example, 3.3.1).
 STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json; charset=UTF-8"
+#: content-type of binary records whose structured event had JSON data and no
+#: datacontenttype (JSON format 3.1.2).
+JSON_MEDIA_TYPE: Final = "application/json"
 ENCODED_VALUE: Final = "encoded_value"
 ENCODED_HEADERS: Final = "encoded_headers"
 HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
@@ -224,6 +230,25 @@ def _with_structured(staged: DataFrame) -> DataFrame:
     )
 
 
+def _untyped_json_data() -> Column:
+    """A structured event with data from its JSON ``data`` member and no datacontenttype.
+
+    The decoded columns cannot tell ``data`` from ``data_base64`` (both give bytes, and
+    base64 may hold JSON text), so the record's JSON is asked whether it has a
+    ``data_base64`` string; the parse only runs for the rows where the answer matters.
+    """
+    candidate = (
+        (F.col("content_mode") == CONTENT_MODE_STRUCTURED)
+        & F.col("datacontenttype").isNull()
+        & F.col("data").isNotNull()
+    )
+    # A valid event has data from data_base64 exactly when that member is a string.
+    data_base64 = F.expr(
+        "try_variant_get(try_parse_json(cast(kafka_value as string)), '$.data_base64', 'string')"
+    )
+    return F.coalesce(F.when(candidate, data_base64.isNull()), F.lit(False))
+
+
 def _with_binary(staged: DataFrame) -> DataFrame:
     """Adds ``_enc_value``/``_enc_headers``: the binary-mode record of a structured event."""
     staged = staged.withColumn(
@@ -235,11 +260,16 @@ def _with_binary(staged: DataFrame) -> DataFrame:
         ),
     )
     candidate = F.col("_enc_candidate")
-    # Verbatim only when the cut-out text is one JSON value equal to the data member.
+    # Verbatim only when the cut-out text is one JSON value equal to the data member. The
+    # decoder renders JSON data compact with members sorted, keeping number text; both
+    # sides are rendered by Spark's parser here so that only the JSON value counts.
     verbatim = F.coalesce(
         (candidate != "")
         & single_json_value(candidate)
-        & (F.encode(F.to_json(F.try_parse_json(candidate)), "UTF-8") == F.col("data")),
+        & (
+            F.to_json(F.try_parse_json(candidate))
+            == F.to_json(F.try_parse_json(F.col("data").cast("string")))
+        ),
         F.lit(False),
     )
     attribute_headers = F.filter(
@@ -263,9 +293,15 @@ def _with_binary(staged: DataFrame) -> DataFrame:
             F.encode(F.col("extensions")[k], "UTF-8").alias("value"),
         ),
     )
+    # JSON data without datacontenttype is application/json (JSON format 3.1.2); a binary
+    # record without content-type would leave its data untyped.
+    media_type = F.coalesce(
+        F.col("datacontenttype"),
+        F.when(_untyped_json_data(), F.lit(JSON_MEDIA_TYPE)),
+    )
     content_type = F.when(
-        F.col("datacontenttype").isNotNull(),
-        F.array(header(CONTENT_TYPE_HEADER, F.encode(F.col("datacontenttype"), "UTF-8"))),
+        media_type.isNotNull(),
+        F.array(header(CONTENT_TYPE_HEADER, F.encode(media_type, "UTF-8"))),
     ).otherwise(F.array().cast(HEADERS_TYPE))
     return staged.withColumns(
         {
