@@ -1,0 +1,226 @@
+"""One job of the benchmark in a process of its own, as a user would start it.
+
+``tests/benchmarks/bench.py`` starts this script once per measured run and times the
+process from start to exit; the script times the work alone (from the job's first call
+after the SparkSession is up to its end) and prints it as the last line of its stdout:
+``{"work_seconds": ..., "records": ...}``. Settings come from ``EVENTLAKE_*`` variables,
+like the eventlake CLI's; Spark jobs build their session with
+:func:`eventlake.spark.build_spark_session`, as the CLI does. Imports are those of the job
+only.
+
+    python tests/benchmarks/bench_job.py spark-count --topic orders
+    python tests/benchmarks/bench_job.py ingest --topic orders [--state]
+
+Jobs: ``librdkafka-read`` and ``sdk-decode`` (``--expected`` records), ``spark-count``,
+``ingest``, ``quality`` (the warehouse's events table), ``spark-copy`` and ``republish``
+(``--target`` topic). The reference job users would write instead of ingest is
+``plain_pyspark_ingest.py`` beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from eventlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _spark(settings: Settings, app_name: str) -> SparkSession:
+    from eventlake.spark import build_spark_session
+
+    return build_spark_session(settings, app_name=app_name)
+
+
+def _consume_all(
+    settings: Settings,
+    topic: str,
+    expected: int,
+    on_message: Callable[[Any], None],
+    *,
+    extra: dict[str, Any] | None = None,
+    idle_timeout: float = 120.0,
+) -> int:
+    """Read ``expected`` records of ``topic`` from the start of every partition.
+
+    Partitions are assigned, not subscribed to: no group join (the broker delays the
+    first join of a group by group.initial.rebalance.delay.ms) is timed with the read.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            **settings.kafka_client_options(),
+            "group.id": uuid.uuid4().hex,
+            "enable.auto.commit": False,
+            **(extra or {}),
+        }
+    )
+    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+    seen = 0
+    last_record = time.monotonic()
+    try:
+        while seen < expected:
+            # A short wait: consume() returns at 10,000 records or when the wait is over.
+            messages = consumer.consume(10000, timeout=0.1)
+            if messages:
+                last_record = time.monotonic()
+            elif time.monotonic() - last_record > idle_timeout:
+                raise RuntimeError(f"read {seen} of {expected} records of {topic}, then nothing")
+            for message in messages:
+                if message.error() is None:
+                    seen += 1
+                    on_message(message)
+    finally:
+        consumer.close()
+    return seen
+
+
+def librdkafka_read(settings: Settings, args: argparse.Namespace) -> int:
+    """Ceiling A: a confluent-kafka consumer loop that discards the records."""
+    return _consume_all(
+        settings,
+        args.topic,
+        args.expected,
+        lambda _message: None,
+        extra={"fetch.max.bytes": 52428800},
+    )
+
+
+def sdk_decode(settings: Settings, args: argparse.Namespace) -> int:
+    """Per-record Python: consume, then decode each record with the CloudEvents SDK."""
+    from cloudevents.core.bindings import kafka as ce_kafka
+    from cloudevents.core.formats.json import JSONFormat
+
+    event_format = JSONFormat()
+
+    def decode(message: Any) -> None:
+        raw = message.headers() or []
+        pairs = raw.items() if isinstance(raw, dict) else raw
+        headers = {k: v.encode() if isinstance(v, str) else (v or b"") for k, v in pairs}
+        ce_kafka.from_kafka(
+            ce_kafka.KafkaMessage(headers=headers, key=message.key(), value=message.value() or b""),
+            event_format,
+        )
+
+    return _consume_all(settings, args.topic, args.expected, decode)
+
+
+def spark_count(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
+    """Ceiling B: Spark's Kafka source reads the topic and counts."""
+    from eventlake.kafka import spark_kafka_options
+
+    return int(
+        spark.read.format("kafka")
+        .options(**spark_kafka_options(settings))
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .count()
+    )
+
+
+def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
+    """Ceiling C: key, value and headers copied to a fresh topic of 2 partitions."""
+    from eventlake.kafka import create_topic, spark_kafka_options
+
+    create_topic(settings, args.target, partitions=2)
+    (
+        spark.read.format("kafka")
+        .options(**spark_kafka_options(settings))
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .select("key", "value", "headers")
+        .write.format("kafka")
+        .options(**spark_kafka_options(settings))
+        .option("topic", args.target)
+        .save()
+    )
+
+
+def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
+    """eventlake ingest into the warehouse of the settings; returns the events written."""
+    from eventlake.ingest import IngestRequest, run_ingest
+
+    summary = run_ingest(spark, settings, IngestRequest(topics=(args.topic,), state=args.state))
+    if summary.rejects:
+        print(f"bench_job: {summary.line()}", file=sys.stderr)
+    return summary.events
+
+
+def quality(spark: SparkSession, settings: Settings, _args: argparse.Namespace) -> None:
+    """Every data-quality check over the whole events table of the warehouse."""
+    from eventlake.quality import CheckRequest, run_checks
+    from eventlake.quality_config import QualityConfig, TopicRules
+
+    # Every check applies to the bench events.
+    rules = QualityConfig(
+        defaults=TopicRules(
+            keyed=True, time_required=True, type_pattern=r"^com[.]example[.]order[.]"
+        )
+    )
+    report = run_checks(spark, settings, CheckRequest(full=True), config=rules)
+    failed = sorted({r.check.value for r in report.results if not r.success})
+    if failed:
+        print(f"bench_job: quality checks failed: {', '.join(failed)}", file=sys.stderr)
+
+
+def republish(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
+    """Republish re-keyed by partitionkey into ``--target``; returns the records written."""
+    from eventlake.republish import PARTITIONKEY, RepublishRequest, run_republish
+
+    summary = run_republish(
+        spark,
+        settings,
+        RepublishRequest(source=args.topic, target=args.target, key_mapper=PARTITIONKEY),
+    )
+    return summary.republished
+
+
+PYTHON_JOBS: dict[str, Callable[[Settings, argparse.Namespace], int | None]] = {
+    "librdkafka-read": librdkafka_read,
+    "sdk-decode": sdk_decode,
+}
+SPARK_JOBS: dict[str, Callable[[SparkSession, Settings, argparse.Namespace], int | None]] = {
+    "spark-count": spark_count,
+    "spark-copy": spark_copy,
+    "ingest": ingest,
+    "quality": quality,
+    "republish": republish,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("job", choices=[*PYTHON_JOBS, *SPARK_JOBS])
+    parser.add_argument("--topic")
+    parser.add_argument("--target", help="topic written by spark-copy and republish")
+    parser.add_argument("--expected", type=int, default=0, help="records the Python jobs read")
+    parser.add_argument("--state", action="store_true", help="ingest keeps the state table")
+    args = parser.parse_args(argv)
+
+    settings = load_settings()
+    records: int | None
+    if args.job in PYTHON_JOBS:
+        started = time.perf_counter()
+        records = PYTHON_JOBS[args.job](settings, args)
+    else:
+        spark = _spark(settings, f"bench-{args.job}")
+        started = time.perf_counter()
+        records = SPARK_JOBS[args.job](spark, settings, args)
+    work_seconds = time.perf_counter() - started
+    print(json.dumps({"work_seconds": work_seconds, "records": records}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
