@@ -277,32 +277,38 @@ def _run_streaming(
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         decoded = decode_batch(batch)
         try:
-            idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
-            to_events(decoded).write.format("delta").mode("append").options(**idempotent).save(
-                events_path
-            )
-            to_rejects(decoded).write.format("delta").mode("append").options(**idempotent).save(
-                rejects_path
-            )
+            # Counted first: the count fills the cache the writes then read, and an empty
+            # batch needs no Delta commit at all.
             counts = _reason_counts(decoded)
-            state_topics = _state_topics(settings, request, decoded)
-            if state_topics:
-                # After both appends: a crash in between replays the batch, the appends
-                # are skipped as already committed, and the MERGE runs once.
-                summary.add_state(
-                    apply_state(
-                        spark,
-                        settings,
-                        decoded,
-                        topics=state_topics,
-                        app_id=identity.app_id,
-                        version=batch_id,
-                    )
-                )
+            if counts:
+                _write_batch(decoded, batch_id)
         finally:
             decoded.unpersist()
         summary.add_batch(counts)
         print(f"ingest: batch {batch_id} done, {sum(counts.values())} records", flush=True)
+
+    def _write_batch(decoded: DataFrame, batch_id: int) -> None:
+        idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
+        to_events(decoded).write.format("delta").mode("append").options(**idempotent).save(
+            events_path
+        )
+        to_rejects(decoded).write.format("delta").mode("append").options(**idempotent).save(
+            rejects_path
+        )
+        state_topics = _state_topics(settings, request, decoded)
+        if state_topics:
+            # After both appends: a crash in between replays the batch, the appends are
+            # skipped as already committed, and the MERGE runs once.
+            summary.add_state(
+                apply_state(
+                    spark,
+                    settings,
+                    decoded,
+                    topics=state_topics,
+                    app_id=identity.app_id,
+                    version=batch_id,
+                )
+            )
 
     stream = (
         spark.readStream.format("kafka").options(**kafka_reader_options(settings, request)).load()
@@ -343,6 +349,8 @@ def _refuse_silent_replay(
 ) -> None:
     """A new checkpoint reading from earliest into tables that already hold these topics
     would append every record a second time: stop and say how to resume instead."""
+    if _tables_are_empty(spark, settings):
+        return  # nothing to duplicate, and no need to scan
     offsets = next_offsets_from_tables(spark, settings)
     if request.topic_pattern:
         pattern = re.compile(request.topic_pattern)
@@ -364,6 +372,11 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
     records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
     decoded = decode_batch(records)
     try:
+        summary = IngestSummary()
+        counts = _reason_counts(decoded)
+        summary.add_batch(counts)
+        if not counts:
+            return summary
         match = " AND ".join(f"t.{c} = s.{c}" for c in COORDINATES)
         # Rejects of the same record by republish are its reads, not ours: not a match.
         # (Rows from before rejected_by existed have it null; they were ingest's.)
@@ -376,11 +389,22 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
             # Insert-if-absent on the Kafka coordinates: replays add nothing.
             merge = target.alias("t").merge(merge_source(rows).alias("s"), condition)
             merge.whenNotMatchedInsertAll().execute()
-        summary = IngestSummary()
-        summary.add_batch(_reason_counts(decoded))
     finally:
         decoded.unpersist()
     return summary
+
+
+def _tables_are_empty(spark: SparkSession, settings: Settings) -> bool:
+    """True when events and rejects hold no data files, read from the Delta log alone
+    (``DESCRIBE DETAIL`` scans no data)."""
+    from delta.tables import DeltaTable
+
+    for name in (EVENTS, REJECTS):
+        detail = DeltaTable.forPath(spark, str(settings.table_path(name))).detail()
+        row = detail.select("numFiles").first()
+        if row is None or row["numFiles"]:
+            return False
+    return True
 
 
 def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[str, dict[str, int]]:
