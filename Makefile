@@ -16,6 +16,7 @@ help:
 	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
+	@echo "make test-jvm - the JUnit tests of the JVM decoder (lib/jvm)"
 	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=1M and 5M"
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
@@ -57,6 +58,7 @@ $(DECODER_JAR): infra/jars/.fetched $(JVM_SOURCES)
 
 test-jvm:
 	$(JVM_MVN) test
+	@grep -h "Tests run" lib/jvm/target/surefire-reports/*.txt
 
 infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	rm -rf infra/jars
