@@ -40,6 +40,8 @@ from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
 from eventlake.tables import EVENTS, REJECTS, ensure_tables, merge_source
 
+#: The tables every ingest writes.
+TABLES = frozenset({EVENTS, REJECTS})
 AVAILABLE_NOW = "available-now"
 PROCESSING_TIME_PREFIX = "processing-time="
 COORDINATES = ("kafka_topic", "kafka_partition", "kafka_offset")
@@ -202,13 +204,13 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
     """Run one ingest (streaming or bounded batch) and return its counts."""
     started = time.monotonic()
     check_connection(settings)
-    ensure_tables(spark, settings)
+    new_tables = ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
     try:
         summary = (
             _run_bounded(spark, settings, request)
             if request.bounded
-            else _run_streaming(spark, settings, request)
+            else _run_streaming(spark, settings, request, tables_are_new=new_tables >= TABLES)
         )
     except Exception as error:
         lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
@@ -260,14 +262,19 @@ def _compaction_warnings(
 
 
 def _run_streaming(
-    spark: SparkSession, settings: Settings, request: IngestRequest
+    spark: SparkSession, settings: Settings, request: IngestRequest, *, tables_are_new: bool
 ) -> IngestSummary:
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
     checkpoint = settings.checkpoints / (
         request.checkpoint_name or request.default_checkpoint_name()
     )
-    if not (checkpoint / IDENTITY_FILE).exists() and request.starting_offsets == "earliest":
+    # Tables created by this run hold nothing that a replay could duplicate.
+    if (
+        not tables_are_new
+        and not (checkpoint / IDENTITY_FILE).exists()
+        and request.starting_offsets == "earliest"
+    ):
         _refuse_silent_replay(spark, settings, request, checkpoint.name)
     identity = claim_checkpoint(
         checkpoint, source=request.source_description, targets=[events_path, rejects_path]
@@ -349,8 +356,6 @@ def _refuse_silent_replay(
 ) -> None:
     """A new checkpoint reading from earliest into tables that already hold these topics
     would append every record a second time: stop and say how to resume instead."""
-    if _tables_are_empty(spark, settings):
-        return  # nothing to duplicate, and no need to scan
     offsets = next_offsets_from_tables(spark, settings)
     if request.topic_pattern:
         pattern = re.compile(request.topic_pattern)
@@ -392,19 +397,6 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
     finally:
         decoded.unpersist()
     return summary
-
-
-def _tables_are_empty(spark: SparkSession, settings: Settings) -> bool:
-    """True when events and rejects hold no data files, read from the Delta log alone
-    (``DESCRIBE DETAIL`` scans no data)."""
-    from delta.tables import DeltaTable
-
-    for name in (EVENTS, REJECTS):
-        detail = DeltaTable.forPath(spark, str(settings.table_path(name))).detail()
-        row = detail.select("numFiles").first()
-        if row is None or row["numFiles"]:
-            return False
-    return True
 
 
 def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[str, dict[str, int]]:

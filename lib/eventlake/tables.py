@@ -152,9 +152,17 @@ def merge_source(rows: DataFrame) -> DataFrame:
     return rows.localCheckpoint(eager=True)
 
 
-def ensure_tables(spark: SparkSession, settings: Settings) -> None:
+def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
     """Create the events and rejects tables where they do not exist yet; add the columns
-    a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``)."""
+    a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``).
+
+    Returns the names of the tables that had no Delta log before: those are empty, which
+    spares callers a first read of them (seconds in a fresh process).
+
+    Example:
+        >>> ensure_tables(spark, settings)
+        {'events', 'rejects'}
+    """
     from delta.exceptions import MetadataChangedException, ProtocolChangedException
     from delta.tables import DeltaTable
 
@@ -178,6 +186,11 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> None:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
             spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
 
+    new = {
+        name
+        for name in (EVENTS, REJECTS)
+        if not (settings.table_path(name) / "_delta_log").exists()
+    }
     for name, schema in table_schemas(spark).items():
         # Two runs starting on a fresh warehouse (e.g. the ingest DAG's mapped tasks, one
         # per topic) both create version 0: the loser gets ProtocolChanged/MetadataChanged,
@@ -194,3 +207,4 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> None:
             ),
             attempts=5,
         )
+    return new
