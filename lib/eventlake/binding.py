@@ -39,9 +39,6 @@ from pyspark.sql import functions as F
 
 CE_PREFIX: Final = "ce_"
 CONTENT_TYPE_HEADER: Final = "content-type"
-CLOUDEVENTS_MEDIA_PREFIX: Final = "application/cloudevents"
-JSON_FORMAT_MEDIA_TYPE: Final = "application/cloudevents+json"
-BATCH_MEDIA_PREFIX: Final = "application/cloudevents-batch"
 SPEC_VERSION: Final = "1.0"
 
 REQUIRED_ATTRIBUTES: Final = ("id", "source", "specversion", "type")
@@ -119,27 +116,13 @@ REJECT_COLUMNS: Final = (
 #: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
 INGEST_JOB: Final = "ingest"
 
-
-def jvm_full_match(pattern: str) -> str:
-    """``pattern`` (anchored with ``^...$``) for Spark's ``rlike``, which runs Java's regex
-    engine: there ``$`` also matches before a final line terminator, so ``^[a-z0-9]+$``
-    accepts ``"id\\n"`` and the RFC 3339 pattern a time followed by a newline. ``\\z`` is
-    the very end of the text. (Python callers keep the plain pattern with ``re.fullmatch``.)
-
-    Example:
-        >>> jvm_full_match("^[a-z0-9]+$")
-        '^[a-z0-9]+\\\\z'
-    """
-    return pattern.removesuffix("$") + "\\z"
-
-
 #: The JVM side of the binding (lib/jvm): one Catalyst expression, one pass per record.
 DECODER_FUNCTION: Final = "cloudevents_from_kafka"
 
 
 def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
     """The binding applied to one Kafka record: a struct of the context attributes,
-    ``time``, ``data``, ``extensions``, ``content_mode``, ``reject_reason`` and
+    ``time``, ``data``, ``data_is_json``, ``extensions``, ``content_mode``, ``reject_reason`` and
     ``reject_detail`` (null reason for a valid event).
 
     The rules run on the JVM (``io.eventlake.cloudevents.KafkaBinding``, registered by
@@ -152,7 +135,15 @@ def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
     return F.call_function(DECODER_FUNCTION, value, headers)
 
 
-_DECODED_ATTRIBUTES: Final = (*CONTEXT_ATTRIBUTES, "data", "extensions", "content_mode")
+#: Columns taken from the decoder's struct. ``data_is_json`` (decoded frames only, not a
+#: table column): data is the JSON text of a JSON-format event's ``data`` member.
+_DECODED_ATTRIBUTES: Final = (
+    *CONTEXT_ATTRIBUTES,
+    "data",
+    "data_is_json",
+    "extensions",
+    "content_mode",
+)
 
 
 def decode_records(records: DataFrame) -> DataFrame:

@@ -231,22 +231,15 @@ def _with_structured(staged: DataFrame) -> DataFrame:
 
 
 def _untyped_json_data() -> Column:
-    """A structured event with data from its JSON ``data`` member and no datacontenttype.
-
-    The decoded columns cannot tell ``data`` from ``data_base64`` (both give bytes, and
-    base64 may hold JSON text), so the record's JSON is asked whether it has a
-    ``data_base64`` string; the parse only runs for the rows where the answer matters.
-    """
-    candidate = (
+    """A structured event whose data is its JSON ``data`` member and that has no
+    datacontenttype: the JSON format (3.1.2) says such data is application/json. The
+    decoder tells ``data`` from ``data_base64`` (``data_is_json``)."""
+    return F.coalesce(
         (F.col("content_mode") == CONTENT_MODE_STRUCTURED)
         & F.col("datacontenttype").isNull()
-        & F.col("data").isNotNull()
+        & F.col("data_is_json"),
+        F.lit(False),
     )
-    # A valid event has data from data_base64 exactly when that member is a string.
-    data_base64 = F.expr(
-        "try_variant_get(try_parse_json(cast(kafka_value as string)), '$.data_base64', 'string')"
-    )
-    return F.coalesce(F.when(candidate, data_base64.isNull()), F.lit(False))
 
 
 def _with_binary(staged: DataFrame) -> DataFrame:

@@ -23,7 +23,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code cloudevents_from_kafka(value, headers)}: the Kafka binding as a Catalyst
  * expression over the Kafka source's {@code value} (binary) and {@code headers}
  * (array&lt;struct&lt;key:string,value:binary&gt;&gt;), returning one struct per record:
- * the context attributes, time, data, extensions, content_mode, reject_reason and
+ * the context attributes, time, data, data_is_json, extensions, content_mode, reject_reason and
  * reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
  * internal values in and out, like spark-avro's {@code from_avro}.
  *
@@ -48,6 +48,7 @@ public final class CloudEventsFromKafka extends Expression implements CodegenFal
             field("subject", DataTypes.StringType),
             field("time", DataTypes.TimestampType),
             field("data", DataTypes.BinaryType),
+            field("data_is_json", DataTypes.BooleanType),
             field("extensions",
                 DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType, true)),
             field("content_mode", DataTypes.StringType),
@@ -139,6 +140,7 @@ public final class CloudEventsFromKafka extends Expression implements CodegenFal
     }
     fields[7] = decoded.hasTime ? (Object) decoded.timeMicros : null;
     fields[8] = decoded.data;
+    fields[9] = decoded.dataIsJson;
     if (decoded.extensions != null) {
       Object[] names = new Object[decoded.extensions.size()];
       Object[] texts = new Object[names.length];
@@ -148,11 +150,11 @@ public final class CloudEventsFromKafka extends Expression implements CodegenFal
         texts[i] = UTF8String.fromString(extension.getValue());
         i++;
       }
-      fields[9] = new ArrayBasedMapData(new GenericArrayData(names), new GenericArrayData(texts));
+      fields[10] = new ArrayBasedMapData(new GenericArrayData(names), new GenericArrayData(texts));
     }
-    fields[10] = utf8(decoded.contentMode);
-    fields[11] = utf8(decoded.reason);
-    fields[12] = utf8(decoded.detail);
+    fields[11] = utf8(decoded.contentMode);
+    fields[12] = utf8(decoded.reason);
+    fields[13] = utf8(decoded.detail);
     return new GenericInternalRow(fields);
   }
 

@@ -106,16 +106,19 @@ public final class KafkaBinding {
     public boolean hasTime;
     public byte[] data;
 
+    /**
+     * True when data is the JSON text of a JSON-format event's {@code data} member (not
+     * {@code data_base64}, not a string taken as text): such data is application/json
+     * when the event has no datacontenttype (JSON format 3.1.2).
+     */
+    public boolean dataIsJson;
+
     /** Extension attributes in record order, as strings; null for rejects. */
     public Map<String, String> extensions;
 
     public String contentMode;
     public String reason;
     public String detail;
-
-    boolean isReject() {
-      return reason != null;
-    }
   }
 
   private KafkaBinding() {}
@@ -296,10 +299,12 @@ public final class KafkaBinding {
     } else if (json.dataKind == JsonEvent.DataKind.OTHER) {
       // JSON data is stored as JSON whatever the datacontenttype.
       out.data = json.dataJson;
+      out.dataIsJson = true;
     } else if (json.dataKind == JsonEvent.DataKind.STRING) {
       // A string under a JSON media type (or none: JSON format 3.1.2) is a JSON value.
+      out.dataIsJson = isJsonMediaType(out.attributes.get("datacontenttype"));
       try {
-        out.data = isJsonMediaType(out.attributes.get("datacontenttype"))
+        out.data = out.dataIsJson
             ? JsonEvent.stringAsJson(json.dataString)
             : json.dataString.getBytes(StandardCharsets.UTF_8);
       } catch (IOException e) {
@@ -396,6 +401,7 @@ public final class KafkaBinding {
     out.attributes.clear();
     out.hasTime = false;
     out.data = null;
+    out.dataIsJson = false;
     out.extensions = null;
     return out;
   }

@@ -106,6 +106,15 @@ class KafkaBindingTest {
     assertArrayEquals("hello".getBytes(StandardCharsets.UTF_8), event.data);
   }
 
+  @Test
+  void onlyDataFromTheJsonDataMemberIsMarkedJson() {
+    assertTrue(structured(json("\"data\":{\"a\":1}")).dataIsJson);
+    assertTrue(structured(json("\"data\":\"s\"")).dataIsJson);
+    assertFalse(structured(json("\"datacontenttype\":\"text/plain\",\"data\":\"s\"")).dataIsJson);
+    assertFalse(structured(json("\"data_base64\":\"eyJhIjoxfQ==\"")).dataIsJson);
+    assertFalse(decode("{}", binary("content-type", "application/json")).dataIsJson);
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"{\"a\":1}}", "{\"a\":1} {\"b\":2}", "", "  ", "{\"a\":1,\"a\":2}",
       "{\"id\":\"x\"", "[1]x"})
