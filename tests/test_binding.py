@@ -63,3 +63,11 @@ def test_one_record_splits_into_exactly_one_table(spark: SparkSession) -> None:
     assert [(r["kafka_offset"], r["reason"], r["rejected_by"]) for r in rejects] == [
         (1, RejectReason.PLAIN_TOMBSTONE.value, "ingest")
     ]
+
+
+def test_a_filter_on_the_reason_does_not_run_the_decoder_twice(spark: SparkSession) -> None:
+    # Spark pushes such a filter below the decoding projection, copying the decoder into
+    # it, unless decode_records puts a node in between that filters do not pass.
+    raw = spark.createDataFrame([], KAFKA_SOURCE_SCHEMA)
+    plan = to_events(decode_records(raw))._jdf.queryExecution().executedPlan().toString()
+    assert plan.count(f"{DECODER_FUNCTION}(") == 1

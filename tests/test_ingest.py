@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.binding import RejectReason
 from eventlake.broker import LocalBroker
 from eventlake.checkpoint import CheckpointMismatchError
-from eventlake.ingest import IngestError, IngestRequest, run_ingest
+from eventlake.ingest import BatchResult, IngestError, IngestRequest, append_batch, run_ingest
 from eventlake.kafka import create_topic
 from eventlake.settings import Settings
-from tests.helpers import produce_events, read_table
+from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
+from tests.helpers import binary_headers, produce_events, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
@@ -161,3 +164,51 @@ def test_request_needs_topics_or_pattern() -> None:
 def test_unknown_trigger_is_refused_with_the_accepted_forms() -> None:
     with pytest.raises(IngestError, match="available-now"):
         IngestRequest(topics=("t",), trigger="once")
+
+
+def _kafka_rows(spark: SparkSession) -> DataFrame:
+    """Three Kafka source rows: two valid events and a plain tombstone."""
+    rows = [
+        (b"k", b"{}", "t", 0, offset, datetime(2024, 1, 1), 0, binary_headers(f"e{offset}"))
+        for offset in (0, 1)
+    ] + [(b"k", None, "t", 0, 2, datetime(2024, 1, 1), 0, [])]
+    return spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
+
+
+def _append(spark: SparkSession, settings: Settings, version: int) -> BatchResult:
+    return append_batch(
+        spark,
+        _kafka_rows(spark),
+        app_id="app-1",
+        version=version,
+        events_path=str(settings.table_path(EVENTS)),
+        rejects_path=str(settings.table_path(REJECTS)),
+    )
+
+
+def test_a_replayed_batch_is_counted_again_and_written_once(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    first, replay = _append(spark, warehouse_settings, 7), _append(spark, warehouse_settings, 7)
+    expected = {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
+    assert (first.counts, replay.counts) == (expected, expected)
+    assert read_table(spark, warehouse_settings, "events").count() == 2
+    assert read_table(spark, warehouse_settings, "rejects").count() == 1
+
+
+def test_a_batch_whose_events_were_committed_before_a_crash_still_writes_its_rejects(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    events_path = str(warehouse_settings.table_path(EVENTS))
+    # The crash came after the events append of batch 7: Delta has its transaction.
+    spark.read.format("delta").load(events_path).limit(0).write.format("delta").mode(
+        "append"
+    ).options(txnAppId="app-1", txnVersion=7).save(events_path)
+
+    result = _append(spark, warehouse_settings, 7)
+
+    assert result.counts == {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
+    assert read_table(spark, warehouse_settings, "events").count() == 0
+    assert read_table(spark, warehouse_settings, "rejects").count() == 1

@@ -34,8 +34,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
+
+from eventlake.observed import observe_reasons, optimizer_barrier
 
 CE_PREFIX: Final = "ce_"
 CONTENT_TYPE_HEADER: Final = "content-type"
@@ -146,11 +148,13 @@ _DECODED_ATTRIBUTES: Final = (
 )
 
 
-def decode_records(records: DataFrame) -> DataFrame:
+def decode_records(records: DataFrame, observation: Observation | None = None) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
     The result keeps the raw columns and adds the event attributes, ``reject_reason``
     and ``reject_detail``. Split it with :func:`to_events` and :func:`to_rejects`.
+    With ``observation``, the first action over the result also counts its rows per
+    reason (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`).
 
     Example:
         >>> decoded = decode_records(spark.read.format("kafka")...load())
@@ -168,7 +172,7 @@ def decode_records(records: DataFrame) -> DataFrame:
         "value",
         "headers",
     )
-    return decoded.select(
+    decoded = decoded.select(
         *[F.col(f"_ce.{name}").alias(name) for name in _DECODED_ATTRIBUTES],
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
@@ -181,6 +185,11 @@ def decode_records(records: DataFrame) -> DataFrame:
         F.col("_ce.reject_detail").alias("reject_detail"),
         F.current_timestamp().alias("ingested_at"),
     )
+    # Behind an observation: a filter on reject_reason would otherwise be pushed below
+    # the decoding projection and run the decoder a second time for every row.
+    if observation is None:
+        return optimizer_barrier(decoded)
+    return observe_reasons(decoded, observation, "reject_reason", RejectReason)
 
 
 def to_events(decoded: DataFrame) -> DataFrame:

@@ -28,17 +28,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import INGEST_JOB, decode_records, to_events, to_rejects
+from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, spark_kafka_options
+from eventlake.observed import reason_counts
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
-from eventlake.tables import EVENTS, REJECTS, ensure_tables, merge_source
+from eventlake.tables import (
+    EVENTS,
+    REJECTS,
+    committed_txn_version,
+    ensure_tables,
+    merge_source,
+)
 
 #: The tables every ingest writes.
 TABLES = frozenset({EVENTS, REJECTS})
@@ -170,34 +176,71 @@ def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str
     return options
 
 
-def decode_batch(records: DataFrame) -> DataFrame:
-    """Decode Kafka rows and hold the result (memory, then disk) for the writes of a batch.
+@dataclass
+class BatchResult:
+    """Counts of one appended batch per reject reason (``None``: events), and warnings."""
 
-    The raw value and headers are kept only for rejects: the events table has the data
-    and attributes, and holding every value twice made building the cache a third of
-    the time of a large batch.
+    counts: dict[str | None, int]
+    warnings: list[str] = field(default_factory=list)
+
+
+def append_batch(
+    spark: SparkSession,
+    records: DataFrame,
+    *,
+    app_id: str,
+    version: int,
+    events_path: str,
+    rejects_path: str,
+) -> BatchResult:
+    """Append one batch of Kafka rows to the events and rejects tables, exactly once per
+    (``app_id``, ``version``), and count it by reason.
+
+    One pass reads, decodes, writes the events and counts; only a batch with rejects is
+    read a second time, for the rejects. Holding the batch in a cache instead cost more
+    than the second read of the few batches that have rejects.
 
     Example:
-        >>> decoded = decode_batch(spark.read.format("kafka")...load())
-        >>> try: ...  # write events, rejects, state
-        ... finally: decoded.unpersist()
+        >>> append_batch(spark, batch, app_id="a1", version=7, events_path=e, rejects_path=r)
+        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[])
     """
-    rejected = F.col("reject_reason").isNotNull()
-    return (
-        decode_records(records)
-        .withColumns(
-            {
-                "kafka_value": F.when(rejected, F.col("kafka_value")),
-                "kafka_headers": F.when(rejected, F.col("kafka_headers")),
-            }
-        )
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    idempotent: dict[str, Any] = {"txnAppId": app_id, "txnVersion": version}
 
+    def append(rows: DataFrame, path: str) -> None:
+        rows.write.format("delta").mode("append").options(**idempotent).save(path)
 
-def _reason_counts(decoded: DataFrame) -> dict[str | None, int]:
-    rows = decoded.groupBy("reject_reason").count().collect()
-    return {row["reject_reason"]: int(row["count"]) for row in rows}
+    def done(path: str) -> bool:
+        committed = committed_txn_version(spark, path, app_id)
+        return committed is not None and committed >= version
+
+    # Delta skips an append it has committed before (a batch replayed after a crash)
+    # without running a job, and an observation is filled only by a job that runs.
+    seen = Observation()
+    decoded = decode_records(records, seen)
+    rejects_done = done(rejects_path)
+    if not done(events_path):
+        append(to_events(decoded), events_path)
+    elif not rejects_done:
+        append(to_rejects(decoded), rejects_path)
+        rejects_done = True
+    else:
+        decoded.write.format("noop").mode("overwrite").save()
+    result = BatchResult(reason_counts(seen, RejectReason))
+    rejected = sum(n for reason, n in result.counts.items() if reason is not None)
+    if rejected and not rejects_done:
+        seen_again = Observation()
+        append(to_rejects(decode_records(records, seen_again)), rejects_path)
+        again = reason_counts(seen_again, RejectReason)
+        rejected_again = sum(n for reason, n in again.items() if reason is not None)
+        if rejected_again != rejected:
+            # Only Kafka can remove records between two reads of fixed offsets: the log
+            # cleaner of a compacted topic (superseded keys) or retention.
+            result.warnings.append(
+                f"batch {version}: {rejected} rejects on the first read, {rejected_again} "
+                "on the second read of the same offsets (Kafka removed records in between: "
+                f"compaction or retention); {rejected - rejected_again} rejects not stored"
+            )
+    return result
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
@@ -282,27 +325,18 @@ def _run_streaming(
     summary = IngestSummary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        decoded = decode_batch(batch)
-        try:
-            # Counted first: the count fills the cache the writes then read, and an empty
-            # batch needs no Delta commit at all.
-            counts = _reason_counts(decoded)
-            if counts:
-                _write_batch(decoded, batch_id)
-        finally:
-            decoded.unpersist()
-        summary.add_batch(counts)
-        print(f"ingest: batch {batch_id} done, {sum(counts.values())} records", flush=True)
-
-    def _write_batch(decoded: DataFrame, batch_id: int) -> None:
-        idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
-        to_events(decoded).write.format("delta").mode("append").options(**idempotent).save(
-            events_path
+        result = append_batch(
+            spark,
+            batch,
+            app_id=identity.app_id,
+            version=batch_id,
+            events_path=events_path,
+            rejects_path=rejects_path,
         )
-        to_rejects(decoded).write.format("delta").mode("append").options(**idempotent).save(
-            rejects_path
-        )
-        state_topics = _state_topics(settings, request, decoded)
+        for warning in result.warnings:
+            print(f"ingest: WARNING {warning}", flush=True)
+        summary.warnings.extend(result.warnings)
+        state_topics = _state_topics(settings, request, batch) if result.counts else []
         if state_topics:
             # After both appends: a crash in between replays the batch, the appends are
             # skipped as already committed, and the MERGE runs once.
@@ -310,12 +344,14 @@ def _run_streaming(
                 apply_state(
                     spark,
                     settings,
-                    decoded,
+                    decode_records(batch),
                     topics=state_topics,
                     app_id=identity.app_id,
                     version=batch_id,
                 )
             )
+        summary.add_batch(result.counts)
+        print(f"ingest: batch {batch_id} done, {sum(result.counts.values())} records", flush=True)
 
     stream = (
         spark.readStream.format("kafka").options(**kafka_reader_options(settings, request)).load()
@@ -337,13 +373,13 @@ def _run_streaming(
     return summary
 
 
-def _state_topics(settings: Settings, request: IngestRequest, decoded: DataFrame) -> list[str]:
+def _state_topics(settings: Settings, request: IngestRequest, batch: DataFrame) -> list[str]:
     """Topics of this batch whose state table is kept: all with --state, else those
     listed in settings.state_topics."""
     if not request.state and not settings.state_topics:
         return []
     if request.topic_pattern:
-        present = [r["kafka_topic"] for r in decoded.select("kafka_topic").distinct().collect()]
+        present = [r["topic"] for r in batch.select("topic").distinct().collect()]
     else:
         present = list(request.topics)
     if request.state:
@@ -375,27 +411,37 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
     from delta.tables import DeltaTable
 
     records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
-    decoded = decode_batch(records)
-    try:
-        summary = IngestSummary()
-        counts = _reason_counts(decoded)
-        summary.add_batch(counts)
-        if not counts:
-            return summary
-        match = " AND ".join(f"t.{c} = s.{c}" for c in COORDINATES)
-        # Rejects of the same record by republish are its reads, not ours: not a match.
-        # (Rows from before rejected_by existed have it null; they were ingest's.)
-        ours = f"coalesce(t.rejected_by, '{INGEST_JOB}') = s.rejected_by"
-        for name, rows, condition in (
-            (EVENTS, to_events(decoded), match),
-            (REJECTS, to_rejects(decoded), f"{match} AND {ours}"),
-        ):
-            target = DeltaTable.forPath(spark, str(settings.table_path(name)))
-            # Insert-if-absent on the Kafka coordinates: replays add nothing.
-            merge = target.alias("t").merge(merge_source(rows).alias("s"), condition)
-            merge.whenNotMatchedInsertAll().execute()
-    finally:
-        decoded.unpersist()
+    summary = IngestSummary()
+    match = " AND ".join(f"t.{c} = s.{c}" for c in COORDINATES)
+    # Rejects of the same record by republish are its reads, not ours: not a match.
+    # (Rows from before rejected_by existed have it null; they were ingest's.)
+    ours = f"coalesce(t.rejected_by, '{INGEST_JOB}') = s.rejected_by"
+
+    def insert_absent(name: str, rows: DataFrame, condition: str) -> None:
+        target = DeltaTable.forPath(spark, str(settings.table_path(name)))
+        # Insert-if-absent on the Kafka coordinates: replays add nothing.
+        target.alias("t").merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute()
+
+    seen = Observation()
+    # The one pass over the records: read, decode, count, hold the events.
+    events = merge_source(to_events(decode_records(records, seen)))
+    counts = reason_counts(seen, RejectReason)
+    summary.add_batch(counts)
+    if counts.get(None):
+        insert_absent(EVENTS, events, match)
+    if any(reason is not None for reason in counts):
+        seen_again = Observation()
+        rejects = merge_source(to_rejects(decode_records(records, seen_again)))
+        insert_absent(REJECTS, rejects, f"{match} AND {ours}")
+        again = reason_counts(seen_again, RejectReason)
+        if {r: n for r, n in again.items() if r} != {r: n for r, n in counts.items() if r}:
+            warning = (
+                f"rejects differ between two reads of the same offsets ({counts} then "
+                f"{again}): Kafka removed records in between (compaction or retention)"
+            )
+            print(f"ingest: WARNING {warning}", flush=True)
+            summary.warnings.append(warning)
+    events.unpersist()
     return summary
 
 

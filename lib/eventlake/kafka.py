@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import DataFrame
 
 from eventlake.settings import Settings
 
@@ -250,3 +251,32 @@ def spark_kafka_options(settings: Settings) -> dict[str, str]:
             f'{module} required username="{username}" password="{password}";'
         )
     return options
+
+
+#: Spark's default list of sources that DataFrameWriter sends through the V1 API.
+_V1_SOURCES_KEY: Final = "spark.sql.sources.useV1SourceList"
+
+
+def write_to_kafka(frame: DataFrame, settings: Settings, topic: str) -> None:
+    """Write Spark Kafka sink rows (key, value, headers) to ``topic``, as one Spark job.
+
+    Through the sink's DataSource V2 writer: the V1 path (Spark's default for Kafka) runs
+    the query out of sight of ``Dataset.observe``, whose counts callers rely on.
+
+    Example:
+        >>> write_to_kafka(rows.select("key", "value", "headers"), settings, "orders.keyed")
+    """
+    conf = frame.sparkSession.conf
+    v1_sources = conf.get(_V1_SOURCES_KEY) or ""
+    without_kafka = ",".join(s for s in v1_sources.split(",") if s.strip().lower() != "kafka")
+    conf.set(_V1_SOURCES_KEY, without_kafka)
+    try:
+        (
+            frame.write.mode("append")
+            .format("kafka")
+            .options(**spark_kafka_options(settings))
+            .option("topic", topic)
+            .save()
+        )
+    finally:
+        conf.set(_V1_SOURCES_KEY, v1_sources)

@@ -473,7 +473,6 @@ def state_asset(settings: Settings, topic: str) -> Asset:
     return Asset(name=f"eventlake.state.{topic}", uri=uri)
 
 
-
 def ingest_outlets(settings: Settings) -> list[Asset]:
     """What an ingest run updates: events, rejects and the state table of each state topic.
 

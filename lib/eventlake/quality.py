@@ -1008,9 +1008,7 @@ def run_checks(
     rejects = (
         # Only the ingest job's rejects: republish records its own reads of a topic too.
         # (Rows written before rejected_by existed have it null; they were ingest's.)
-        rejects_slice.frame.where(
-            F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
-        )
+        rejects_slice.frame.where(F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB)
         if rejects_slice
         else spark.createDataFrame([], "kafka_topic string, kafka_partition int, kafka_offset long")
     )

@@ -55,8 +55,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, cast
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import (
@@ -68,6 +67,7 @@ from eventlake.binding import (
     CONTEXT_ATTRIBUTES,
     DATA_MEMBERS,
     DETAIL_MAX_CHARS,
+    RejectReason,
     decode_records,
     to_rejects,
 )
@@ -87,9 +87,11 @@ from eventlake.kafka import (
     create_topic,
     make_admin,
     spark_kafka_options,
+    write_to_kafka,
 )
+from eventlake.observed import observe_reasons, reason_counts
 from eventlake.settings import Settings
-from eventlake.tables import REJECTS, table_schemas
+from eventlake.tables import REJECTS, committed_txn_version, table_schemas
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
@@ -125,6 +127,10 @@ class RepublishReason(StrEnum):
     TOMBSTONE_NOT_CONVERTIBLE = "tombstone_not_convertible"
     NO_DATA_NOT_CONVERTIBLE = "no_data_not_convertible"
     NULL_KEY_ON_COMPACTED_TOPIC = "null_key_on_compacted_topic"
+
+
+#: Every reason a record is not republished: the decoder's, then republish's own.
+REPUBLISH_REASONS: Final = (*RejectReason, *RepublishReason)
 
 
 def is_protected_header(name: str) -> bool:
@@ -603,9 +609,28 @@ def prepare_target(settings: Settings, request: RepublishRequest) -> tuple[bool,
     return created, "compact" in policy
 
 
-def _reason_counts(planned: DataFrame) -> dict[str | None, int]:
-    rows = planned.groupBy("republish_reason").count().collect()
-    return {row["republish_reason"]: int(row["count"]) for row in rows}
+def _plan_observed(
+    records: DataFrame, request: RepublishRequest, compacted: bool, seen: Observation
+) -> DataFrame:
+    """The plan of ``records``, counted by reason into ``seen`` by the first action."""
+    planned = plan_republish(decode_records(records), request, target_compacted=compacted)
+    return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
+
+
+def _reject_mismatch(first: dict[str | None, int], second: dict[str | None, int]) -> str | None:
+    """A warning when two reads of the same offsets found different rejects."""
+    rejected, rejected_again = (
+        sum(n for reason, n in c.items() if reason is not None) for c in (first, second)
+    )
+    if rejected == rejected_again:
+        return None
+    # Only Kafka can remove records between two reads of fixed offsets: the log cleaner
+    # of a compacted topic (superseded keys) or retention.
+    return (
+        f"{rejected} rejects on the first read, {rejected_again} on the second read of the "
+        "same offsets (Kafka removed records in between: compaction or retention); "
+        f"{rejected - rejected_again} rejects not stored"
+    )
 
 
 def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
@@ -625,13 +650,7 @@ def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
 
 
 def _write_kafka(settings: Settings, request: RepublishRequest, planned: DataFrame) -> None:
-    (
-        planned_records(planned)
-        .write.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("topic", request.target)
-        .save()
-    )
+    write_to_kafka(planned_records(planned), settings, request.target)
 
 
 def run_republish(
@@ -693,23 +712,24 @@ def _run_streaming(
     summary = RepublishSummary(source=request.source, target=request.target)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        planned = plan_republish(
-            decode_records(batch), request, target_compacted=compacted
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = _reason_counts(planned)
-            if any(reason is not None for reason in counts):
-                # Rejects first: a replay after a crash skips them (same app id and
-                # version) and writes the Kafka records again (at least once).
-                idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
-                rejects = planned_rejects(planned, request.target)
-                rejects.write.format("delta").mode("append").options(**idempotent).save(
-                    rejects_path
-                )
-            if counts.get(None):
-                _write_kafka(settings, request, planned)
-        finally:
-            planned.unpersist()
+        # One pass writes the records and counts them; only a batch with rejects is read
+        # again, for the rejects. A replay after a crash writes the Kafka records again
+        # (at least once) and skips rejects already committed (same app id and version).
+        seen = Observation()
+        _write_kafka(settings, request, _plan_observed(batch, request, compacted, seen))
+        counts = reason_counts(seen, REPUBLISH_REASONS)
+        committed = committed_txn_version(spark, rejects_path, identity.app_id)
+        has_rejects = any(reason is not None for reason in counts)
+        if has_rejects and (committed is None or committed < batch_id):
+            seen_again = Observation()
+            rejects = planned_rejects(
+                _plan_observed(batch, request, compacted, seen_again), request.target
+            )
+            idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
+            rejects.write.format("delta").mode("append").options(**idempotent).save(rejects_path)
+            warning = _reject_mismatch(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+            if warning:
+                print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
         summary.add_batch(counts)
 
     stream = (
@@ -740,28 +760,26 @@ def _run_bounded(
     compacted: bool,
 ) -> RepublishSummary:
     records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
-    planned = plan_republish(decode_records(records), request, target_compacted=compacted).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    try:
-        counts = _reason_counts(planned)
-        if any(reason is not None for reason in counts):
-            # Insert-if-absent, so that a replay of the same range adds no reject twice
-            # (an anti join and an append: the same as an insert-only MERGE, far cheaper).
-            existing = (
-                spark.read.format("delta")
-                .load(rejects_path)
-                .where(F.col("kafka_topic") == request.source)
-                .select(*_REJECT_COORDINATES)
-            )
-            new_rejects = planned_rejects(planned, request.target).join(
-                existing, list(_REJECT_COORDINATES), "left_anti"
-            )
-            new_rejects.write.format("delta").mode("append").save(rejects_path)
-        if counts.get(None):
-            _write_kafka(settings, request, planned)
-        summary = RepublishSummary(source=request.source, target=request.target)
-        summary.add_batch(counts)
-    finally:
-        planned.unpersist()
+    seen = Observation()
+    _write_kafka(settings, request, _plan_observed(records, request, compacted, seen))
+    counts = reason_counts(seen, REPUBLISH_REASONS)
+    if any(reason is not None for reason in counts):
+        # Insert-if-absent, so that a replay of the same range adds no reject twice
+        # (an anti join and an append: the same as an insert-only MERGE, far cheaper).
+        existing = (
+            spark.read.format("delta")
+            .load(rejects_path)
+            .where(F.col("kafka_topic") == request.source)
+            .select(*_REJECT_COORDINATES)
+        )
+        seen_again = Observation()
+        new_rejects = planned_rejects(
+            _plan_observed(records, request, compacted, seen_again), request.target
+        ).join(existing, list(_REJECT_COORDINATES), "left_anti")
+        new_rejects.write.format("delta").mode("append").save(rejects_path)
+        warning = _reject_mismatch(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+        if warning:
+            print(f"republish: WARNING {warning}", flush=True)
+    summary = RepublishSummary(source=request.source, target=request.target)
+    summary.add_batch(counts)
     return summary

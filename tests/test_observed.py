@@ -1,0 +1,47 @@
+"""eventlake.observed: a batch counted by reason in the pass that writes it."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import Observation, SparkSession
+
+from eventlake.observed import (
+    CountMismatchError,
+    ObservationMissingError,
+    observe_reasons,
+    reason_counts,
+)
+
+
+def test_rows_are_counted_per_reason_by_the_action_that_writes_them(
+    spark: SparkSession,
+) -> None:
+    frame = spark.createDataFrame(
+        [(1, None), (2, None), (3, "late"), (4, "bad"), (5, "late")], "n int, reason string"
+    )
+    seen = Observation()
+    counted = observe_reasons(frame, seen, "reason", ["late", "bad", "never"])
+
+    counted.where("reason IS NULL").write.format("noop").mode("overwrite").save()
+
+    assert reason_counts(seen, ["late", "bad", "never"]) == {None: 2, "late": 2, "bad": 1}
+
+
+def test_a_reason_left_out_of_the_list_is_an_error_not_a_miscount(spark: SparkSession) -> None:
+    frame = spark.createDataFrame([(1, None), (2, "unlisted")], "n int, reason string")
+    seen = Observation()
+    observe_reasons(frame, seen, "reason", ["late"]).write.format("noop").mode("overwrite").save()
+
+    with pytest.raises(CountMismatchError, match="2 rows but 1 counted"):
+        reason_counts(seen, ["late"])
+
+
+def test_counts_of_a_frame_no_action_ran_over_are_an_error_not_a_wait(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("eventlake.observed._ARRIVAL_SECONDS", 0.5)
+    seen = Observation()
+    observe_reasons(spark.range(3).selectExpr("NULL AS reason"), seen, "reason", [])
+
+    with pytest.raises(ObservationMissingError, match="no Spark job filled"):
+        reason_counts(seen, [])
