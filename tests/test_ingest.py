@@ -175,14 +175,22 @@ def _kafka_rows(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
 
 
-def _append(spark: SparkSession, settings: Settings, version: int) -> BatchResult:
+def _append(
+    spark: SparkSession,
+    settings: Settings,
+    version: int,
+    records: DataFrame | None = None,
+    *,
+    hold: bool = False,
+) -> BatchResult:
     return append_batch(
         spark,
-        _kafka_rows(spark),
+        _kafka_rows(spark) if records is None else records,
         app_id="app-1",
         version=version,
         events_path=str(settings.table_path(EVENTS)),
         rejects_path=str(settings.table_path(REJECTS)),
+        hold=hold,
     )
 
 
@@ -211,4 +219,33 @@ def test_a_batch_whose_events_were_committed_before_a_crash_still_writes_its_rej
 
     assert result.counts == {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
     assert read_table(spark, warehouse_settings, "events").count() == 0
+    assert read_table(spark, warehouse_settings, "rejects").count() == 1
+
+
+def test_an_empty_batch_commits_nothing(spark: SparkSession, warehouse_settings: Settings) -> None:
+    from delta.tables import DeltaTable
+
+    ensure_tables(spark, warehouse_settings)
+    events = DeltaTable.forPath(spark, str(warehouse_settings.table_path(EVENTS)))
+    before = events.history().count()
+
+    result = _append(spark, warehouse_settings, 0, _kafka_rows(spark).limit(0))
+
+    assert result.counts == {}
+    assert events.history().count() == before
+
+
+def test_a_held_batch_is_returned_cached_and_its_rejects_are_written_from_it(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+
+    result = _append(spark, warehouse_settings, 3, hold=True)
+
+    assert result.held is not None
+    try:
+        assert result.held.storageLevel.useMemory
+        assert result.held.count() == 3
+    finally:
+        result.held.unpersist()
     assert read_table(spark, warehouse_settings, "rejects").count() == 1

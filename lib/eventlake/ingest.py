@@ -28,16 +28,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
-from eventlake.kafka import check_connection, connection_lost_error, spark_kafka_options
+from eventlake.kafka import check_connection, connection_lost_error, kafka_source_options
 from eventlake.observed import reason_counts
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
+from eventlake.streaming import AVAILABLE_NOW, StreamSpec, run_stream, trigger_problem
 from eventlake.tables import (
     EVENTS,
     REJECTS,
@@ -48,8 +50,6 @@ from eventlake.tables import (
 
 #: The tables every ingest writes.
 TABLES = frozenset({EVENTS, REJECTS})
-AVAILABLE_NOW = "available-now"
-PROCESSING_TIME_PREFIX = "processing-time="
 COORDINATES = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 
@@ -75,11 +75,9 @@ class IngestRequest:
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
             raise IngestError("Give either one or more --topic, or one --topic-pattern.")
-        if self.trigger != AVAILABLE_NOW and not self.trigger.startswith(PROCESSING_TIME_PREFIX):
-            raise IngestError(
-                f"Unknown trigger {self.trigger!r}: use 'available-now' or "
-                "'processing-time=<interval>' (e.g. processing-time=30 seconds)."
-            )
+        problem = trigger_problem(self.trigger)
+        if problem:
+            raise IngestError(problem)
         if self.state and self.bounded:
             raise IngestError(
                 "--state needs a streaming run: a bounded replay of older offsets would move "
@@ -116,6 +114,8 @@ class IngestSummary:
     state_topics: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     reconciled: list[str] = field(default_factory=list)
+    #: The signal that stopped a streaming run (None: it ended on its own).
+    stopped_by: str | None = None
 
     @property
     def rejects(self) -> int:
@@ -137,6 +137,13 @@ class IngestSummary:
             self.state_deleted += change.deleted
             self.state_skipped_no_key += change.skipped_no_key
 
+    def counts_text(self) -> str:
+        """The counts so far, for progress lines: ``batches=3 read=120 events=117 rejects=3``."""
+        return (
+            f"batches={self.batches} read={self.records_read} events={self.events} "
+            f"rejects={self.rejects}"
+        )
+
     def line(self) -> str:
         reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
         state = (
@@ -150,30 +157,23 @@ class IngestSummary:
             + (f" ({reasons})" if reasons else "")
             + state
             + f" batches={self.batches} seconds={self.seconds:.1f}"
+            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
         )
 
 
 def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str, str]:
     """Options of Spark's Kafka source for this request."""
-    options = spark_kafka_options(settings)
-    options.update(
-        {
-            "includeHeaders": "true",
-            "startingOffsets": request.starting_offsets,
-            # Gaps from compaction and transaction markers are skipped by the source;
-            # offsets gone below the log start are real loss and must stop the run.
-            "failOnDataLoss": "true",
-        }
+    subscription = (
+        {"subscribePattern": request.topic_pattern}
+        if request.topic_pattern
+        else {"subscribe": ",".join(request.topics)}
     )
-    if request.topic_pattern:
-        options["subscribePattern"] = request.topic_pattern
-    else:
-        options["subscribe"] = ",".join(request.topics)
-    if request.ending_offsets is not None:
-        options["endingOffsets"] = request.ending_offsets
-    if settings.max_offsets_per_trigger and not request.bounded:
-        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
-    return options
+    return kafka_source_options(
+        settings,
+        subscription,
+        starting_offsets=request.starting_offsets,
+        ending_offsets=request.ending_offsets,
+    )
 
 
 @dataclass
@@ -182,6 +182,8 @@ class BatchResult:
 
     counts: dict[str | None, int]
     warnings: list[str] = field(default_factory=list)
+    #: The decoded batch, cached, when append_batch was asked to hold it.
+    held: DataFrame | None = None
 
 
 def append_batch(
@@ -192,18 +194,25 @@ def append_batch(
     version: int,
     events_path: str,
     rejects_path: str,
+    hold: bool = False,
 ) -> BatchResult:
     """Append one batch of Kafka rows to the events and rejects tables, exactly once per
     (``app_id``, ``version``), and count it by reason.
 
     One pass reads, decodes, writes the events and counts; only a batch with rejects is
-    read a second time, for the rejects. Holding the batch in a cache instead cost more
-    than the second read of the few batches that have rejects.
+    read a second time, for the rejects. Holding every batch in a cache instead cost more
+    than the second read of the few batches that have rejects. With ``hold`` (the batch
+    has more to do, e.g. state), the decoded batch is cached by that same pass and
+    returned as ``result.held``; the caller unpersists it.
 
     Example:
         >>> append_batch(spark, batch, app_id="a1", version=7, events_path=e, rejects_path=r)
-        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[])
+        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], held=None)
     """
+    # An empty batch (a new stream's first, on a topic with nothing new) costs one small
+    # read here instead of a Delta commit, which in a fresh process takes seconds.
+    if records.isEmpty():
+        return BatchResult({})
     idempotent: dict[str, Any] = {"txnAppId": app_id, "txnVersion": version}
 
     def append(rows: DataFrame, path: str) -> None:
@@ -213,10 +222,19 @@ def append_batch(
         committed = committed_txn_version(spark, path, app_id)
         return committed is not None and committed >= version
 
-    # Delta skips an append it has committed before (a batch replayed after a crash)
-    # without running a job, and an observation is filled only by a job that runs.
     seen = Observation()
     decoded = decode_records(records, seen)
+    if hold:
+        # Only rejects need the raw record; events would hold every value twice.
+        rejected = F.col("reject_reason").isNotNull()
+        decoded = decoded.withColumns(
+            {
+                "kafka_value": F.when(rejected, F.col("kafka_value")),
+                "kafka_headers": F.when(rejected, F.col("kafka_headers")),
+            }
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+    # Delta skips an append it has committed before (a batch replayed after a crash)
+    # without running a job, and an observation is filled only by a job that runs.
     rejects_done = done(rejects_path)
     if not done(events_path):
         append(to_events(decoded), events_path)
@@ -225,21 +243,25 @@ def append_batch(
         rejects_done = True
     else:
         decoded.write.format("noop").mode("overwrite").save()
-    result = BatchResult(reason_counts(seen, RejectReason))
-    rejected = sum(n for reason, n in result.counts.items() if reason is not None)
-    if rejected and not rejects_done:
-        seen_again = Observation()
-        append(to_rejects(decode_records(records, seen_again)), rejects_path)
-        again = reason_counts(seen_again, RejectReason)
-        rejected_again = sum(n for reason, n in again.items() if reason is not None)
-        if rejected_again != rejected:
-            # Only Kafka can remove records between two reads of fixed offsets: the log
-            # cleaner of a compacted topic (superseded keys) or retention.
-            result.warnings.append(
-                f"batch {version}: {rejected} rejects on the first read, {rejected_again} "
-                "on the second read of the same offsets (Kafka removed records in between: "
-                f"compaction or retention); {rejected - rejected_again} rejects not stored"
-            )
+    result = BatchResult(reason_counts(seen, RejectReason), held=decoded if hold else None)
+    rejects = sum(n for reason, n in result.counts.items() if reason is not None)
+    if not rejects or rejects_done:
+        return result
+    if hold:
+        append(to_rejects(decoded), rejects_path)
+        return result
+    seen_again = Observation()
+    append(to_rejects(decode_records(records, seen_again)), rejects_path)
+    again = reason_counts(seen_again, RejectReason)
+    rejects_again = sum(n for reason, n in again.items() if reason is not None)
+    if rejects_again != rejects:
+        # Only Kafka can remove records between two reads of fixed offsets: the log
+        # cleaner of a compacted topic (superseded keys) or retention.
+        result.warnings.append(
+            f"batch {version}: {rejects} rejects on the first read, {rejects_again} "
+            "on the second read of the same offsets (Kafka removed records in between: "
+            f"compaction or retention); {rejects - rejects_again} rejects not stored"
+        )
     return result
 
 
@@ -325,6 +347,7 @@ def _run_streaming(
     summary = IngestSummary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
+        state_topics = _state_topics(settings, request, batch)
         result = append_batch(
             spark,
             batch,
@@ -332,44 +355,39 @@ def _run_streaming(
             version=batch_id,
             events_path=events_path,
             rejects_path=rejects_path,
+            hold=bool(state_topics),
         )
         for warning in result.warnings:
             print(f"ingest: WARNING {warning}", flush=True)
         summary.warnings.extend(result.warnings)
-        state_topics = _state_topics(settings, request, batch) if result.counts else []
-        if state_topics:
-            # After both appends: a crash in between replays the batch, the appends are
-            # skipped as already committed, and the MERGE runs once.
-            summary.add_state(
-                apply_state(
-                    spark,
-                    settings,
-                    decode_records(batch),
-                    topics=state_topics,
-                    app_id=identity.app_id,
-                    version=batch_id,
+        if result.held is not None:
+            try:
+                # After both appends: a crash in between replays the batch, the appends
+                # are skipped as already committed, and the MERGE runs once.
+                summary.add_state(
+                    apply_state(
+                        spark,
+                        settings,
+                        result.held,
+                        topics=state_topics,
+                        app_id=identity.app_id,
+                        version=batch_id,
+                    )
                 )
-            )
+            finally:
+                result.held.unpersist()
         summary.add_batch(result.counts)
         print(f"ingest: batch {batch_id} done, {sum(result.counts.values())} records", flush=True)
 
-    stream = (
-        spark.readStream.format("kafka").options(**kafka_reader_options(settings, request)).load()
+    spec = StreamSpec(
+        job="ingest",
+        options=kafka_reader_options(settings, request),
+        checkpoint=checkpoint,
+        trigger=request.trigger,
+        progress_seconds=settings.progress_seconds,
     )
-    writer = (
-        stream.writeStream.foreachBatch(write_batch)
-        .option("checkpointLocation", str(checkpoint / "spark"))
-        .queryName(checkpoint.name)
-    )
-    if request.trigger == AVAILABLE_NOW:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=request.trigger[len(PROCESSING_TIME_PREFIX) :])
-    query = writer.start()
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+    outcome = run_stream(spark, spec, write_batch, progress=summary.counts_text)
+    summary.stopped_by = outcome.stopped_by
     return summary
 
 

@@ -253,6 +253,40 @@ def spark_kafka_options(settings: Settings) -> dict[str, str]:
     return options
 
 
+def kafka_source_options(
+    settings: Settings,
+    subscription: dict[str, str],
+    *,
+    starting_offsets: str,
+    ending_offsets: str | None = None,
+) -> dict[str, str]:
+    """Options of Spark's Kafka source for eventlake's jobs: headers included, data loss
+    an error, and ``settings.max_offsets_per_trigger`` for streaming runs.
+
+    ``subscription`` is the source's ``subscribe`` or ``subscribePattern`` option.
+
+    Example:
+        >>> kafka_source_options(settings, {"subscribe": "orders"}, starting_offsets="earliest")
+        {'kafka.bootstrap.servers': '127.0.0.1:9092', 'subscribe': 'orders', ...}
+    """
+    options = spark_kafka_options(settings)
+    options.update(subscription)
+    options.update(
+        {
+            "includeHeaders": "true",
+            "startingOffsets": starting_offsets,
+            # Gaps from compaction and transaction markers are skipped by the source;
+            # offsets gone below the log start are real loss and must stop the run.
+            "failOnDataLoss": "true",
+        }
+    )
+    if ending_offsets is not None:
+        options["endingOffsets"] = ending_offsets
+    elif settings.max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
+    return options
+
+
 #: Spark's default list of sources that DataFrameWriter sends through the V1 API.
 _V1_SOURCES_KEY: Final = "spark.sql.sources.useV1SourceList"
 

@@ -85,16 +85,15 @@ from eventlake.kafka import (
     check_connection,
     connection_lost_error,
     create_topic,
+    kafka_source_options,
     make_admin,
-    spark_kafka_options,
     write_to_kafka,
 )
 from eventlake.observed import observe_reasons, reason_counts
 from eventlake.settings import Settings
+from eventlake.streaming import AVAILABLE_NOW, StreamSpec, run_stream, trigger_problem
 from eventlake.tables import REJECTS, committed_txn_version, table_schemas
 
-AVAILABLE_NOW: Final = "available-now"
-PROCESSING_TIME_PREFIX: Final = "processing-time="
 KEEP: Final = "keep"
 PARTITIONKEY: Final = "partitionkey"
 ATTRIBUTE_PREFIX: Final = "attribute:"
@@ -202,11 +201,9 @@ class RepublishRequest:
             raise RepublishError(f"--on-missing must be one of {', '.join(ON_MISSING_CHOICES)}")
         if self.to_mode not in TO_MODE_CHOICES:
             raise RepublishError(f"--to-mode must be one of {', '.join(TO_MODE_CHOICES)}")
-        if self.trigger != AVAILABLE_NOW and not self.trigger.startswith(PROCESSING_TIME_PREFIX):
-            raise RepublishError(
-                f"Unknown trigger {self.trigger!r}: use 'available-now' or "
-                "'processing-time=<interval>' (e.g. processing-time=30 seconds)."
-            )
+        problem = trigger_problem(self.trigger)
+        if problem:
+            raise RepublishError(problem)
         if self.bounded and self.trigger != AVAILABLE_NOW:
             raise RepublishError(
                 "--ending-offsets makes a bounded batch run, which takes no --trigger."
@@ -314,6 +311,8 @@ class RepublishSummary:
     batches: int = 0
     seconds: float = 0.0
     created_target: bool = False
+    #: The signal that stopped a streaming run (None: it ended on its own).
+    stopped_by: str | None = None
 
     @property
     def rejected(self) -> int:
@@ -328,6 +327,13 @@ class RepublishSummary:
             else:
                 self.rejects_by_reason[reason] += count
 
+    def counts_text(self) -> str:
+        """The counts so far, for progress lines: ``batches=2 read=10 republished=9 ...``."""
+        return (
+            f"batches={self.batches} read={self.records_read} "
+            f"republished={self.republished} rejected={self.rejected}"
+        )
+
     def line(self) -> str:
         reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
         return (
@@ -336,6 +342,7 @@ class RepublishSummary:
             + (f" ({reasons})" if reasons else "")
             + f" batches={self.batches} seconds={self.seconds:.1f}"
             + (" (target created)" if self.created_target else "")
+            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
         )
 
 
@@ -562,21 +569,12 @@ def planned_records(planned: DataFrame) -> DataFrame:
 
 def kafka_reader_options(settings: Settings, request: RepublishRequest) -> dict[str, str]:
     """Options of Spark's Kafka source for this request."""
-    options = spark_kafka_options(settings)
-    options.update(
-        {
-            "subscribe": request.source,
-            "includeHeaders": "true",
-            "startingOffsets": request.starting_offsets,
-            # Offsets gone below the log start are real loss and must stop the run.
-            "failOnDataLoss": "true",
-        }
+    return kafka_source_options(
+        settings,
+        {"subscribe": request.source},
+        starting_offsets=request.starting_offsets,
+        ending_offsets=request.ending_offsets,
     )
-    if request.ending_offsets is not None:
-        options["endingOffsets"] = request.ending_offsets
-    elif settings.max_offsets_per_trigger:
-        options["maxOffsetsPerTrigger"] = str(settings.max_offsets_per_trigger)
-    return options
 
 
 def prepare_target(settings: Settings, request: RepublishRequest) -> tuple[bool, bool]:
@@ -731,24 +729,17 @@ def _run_streaming(
             if warning:
                 print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
         summary.add_batch(counts)
+        print(f"republish: batch {batch_id} done, {sum(counts.values())} records", flush=True)
 
-    stream = (
-        spark.readStream.format("kafka").options(**kafka_reader_options(settings, request)).load()
+    spec = StreamSpec(
+        job="republish",
+        options=kafka_reader_options(settings, request),
+        checkpoint=checkpoint,
+        trigger=request.trigger,
+        progress_seconds=settings.progress_seconds,
     )
-    writer = (
-        stream.writeStream.foreachBatch(write_batch)
-        .option("checkpointLocation", str(checkpoint / "spark"))
-        .queryName(checkpoint.name)
-    )
-    if request.trigger == AVAILABLE_NOW:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=request.trigger[len(PROCESSING_TIME_PREFIX) :])
-    query = writer.start()
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+    outcome = run_stream(spark, spec, write_batch, progress=summary.counts_text)
+    summary.stopped_by = outcome.stopped_by
     return summary
 
 

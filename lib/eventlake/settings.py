@@ -120,6 +120,11 @@ class Settings(BaseSettings):
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."
     )
+    progress_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds between the progress lines of a streaming run (0: none).",
+    )
     # Validated by eventlake.quality_config.load_quality_config when a check starts.
     quality: dict[str, Any] = Field(
         default_factory=dict,

@@ -1,0 +1,213 @@
+"""The one runner of eventlake's streaming jobs (ingest, republish): triggers, the
+micro-batch loop over Spark's Kafka source, progress lines and the graceful stop.
+
+A job hands over its Kafka reader options, its checkpoint folder and a function that
+writes one batch exactly once; :func:`run_stream` runs the query until the topics are
+read (``available-now``) or until it is asked to stop (``processing-time=<interval>``).
+
+Stopping: the first SIGTERM or SIGINT lets the batch being written finish, then stops
+the query; a batch that would start after it is abandoned before it writes anything,
+with the checkpoint intact, and the next run replays it (each job's writes are
+idempotent per batch). The run then returns normally, so the job prints its summary
+and exits 0. A second signal ends the process at once.
+
+Example:
+    >>> spec = StreamSpec(job="ingest", options=options, checkpoint=path, trigger=trigger)
+    >>> outcome = run_stream(spark, spec, write_batch, progress=lambda: summary.line())
+    >>> outcome.stopped_by
+    'SIGTERM'
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+AVAILABLE_NOW: Final = "available-now"
+PROCESSING_TIME_PREFIX: Final = "processing-time="
+#: How often the runner looks at the query (stop requests, progress lines).
+POLL_SECONDS: Final = 1
+_STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+def trigger_problem(trigger: str) -> str | None:
+    """What is wrong with a ``--trigger`` value, or None when it is valid.
+
+    Example:
+        >>> trigger_problem("every minute")
+        "Unknown trigger 'every minute': use 'available-now' or ..."
+    """
+    if trigger == AVAILABLE_NOW or trigger.startswith(PROCESSING_TIME_PREFIX):
+        return None
+    return (
+        f"Unknown trigger {trigger!r}: use 'available-now' or "
+        "'processing-time=<interval>' (e.g. processing-time=30 seconds)."
+    )
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One streaming run: the job's name (for log lines), Spark Kafka source options,
+    the checkpoint folder (Spark's own state goes in ``<checkpoint>/spark``), the
+    trigger, and how often to print a progress line (0: never)."""
+
+    job: str
+    options: dict[str, str]
+    checkpoint: Path
+    trigger: str = AVAILABLE_NOW
+    progress_seconds: float = 0.0
+
+
+@dataclass
+class StreamOutcome:
+    """How a run ended: ``stopped_by`` names the signal that stopped it (None: the
+    available-now run read everything); ``abandoned_batch`` is the batch that a stop
+    abandoned before it wrote anything (the next run replays it)."""
+
+    stopped_by: str | None = None
+    abandoned_batch: int | None = None
+
+
+class _StopRequested(RuntimeError):
+    """Raised inside a batch that starts after a stop request: nothing written yet."""
+
+
+class _Stopper:
+    """Signal handling of one run: the first signal asks for a stop, the second exits."""
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self.signal_name: str | None = None
+        self.batch_running = False
+        self.abandoned_batch: int | None = None
+
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.signal_name is not None:
+            print(f"{self.job}: second signal ({name}): stopping at once", flush=True)
+            os._exit(128 + signum)
+        self.signal_name = name
+        print(
+            f"{self.job}: {name} received: stopping after the batch in progress "
+            "(a second signal stops at once)",
+            flush=True,
+        )
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        # Python lets only the main thread set handlers; a run elsewhere (a test, a
+        # thread of another program) keeps the handlers it has.
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle) for sig in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def guard(
+        self, write_batch: Callable[[DataFrame, int], None]
+    ) -> Callable[[DataFrame, int], None]:
+        def guarded(batch: DataFrame, batch_id: int) -> None:
+            if self.signal_name is not None:
+                self.abandoned_batch = batch_id
+                raise _StopRequested(f"stop requested before batch {batch_id}")
+            self.batch_running = True
+            try:
+                write_batch(batch, batch_id)
+            finally:
+                self.batch_running = False
+
+        return guarded
+
+
+def run_stream(
+    spark: SparkSession,
+    spec: StreamSpec,
+    write_batch: Callable[[DataFrame, int], None],
+    *,
+    progress: Callable[[], str] | None = None,
+) -> StreamOutcome:
+    """Run ``write_batch`` on every micro-batch of the Kafka source until the run ends.
+
+    ``progress`` gives the job's counts for the progress line printed every
+    ``spec.progress_seconds``; the runner adds the source's rate and lag.
+
+    Example:
+        >>> run_stream(spark, spec, write_batch).stopped_by is None
+        True
+    """
+    stopper = _Stopper(spec.job)
+    writer = (
+        spark.readStream.format("kafka")
+        .options(**spec.options)
+        .load()
+        .writeStream.foreachBatch(stopper.guard(write_batch))
+        .option("checkpointLocation", str(spec.checkpoint / "spark"))
+        .queryName(spec.checkpoint.name)
+    )
+    if spec.trigger == AVAILABLE_NOW:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=spec.trigger[len(PROCESSING_TIME_PREFIX) :])
+    with stopper.installed():
+        query = writer.start()
+        next_progress = time.monotonic() + spec.progress_seconds
+        try:
+            while not query.awaitTermination(POLL_SECONDS):
+                if stopper.signal_name is not None and not stopper.batch_running:
+                    query.stop()
+                    break
+                if spec.progress_seconds and time.monotonic() >= next_progress:
+                    next_progress = time.monotonic() + spec.progress_seconds
+                    print(_progress_line(spec.job, query.lastProgress, progress), flush=True)
+        except StreamingQueryException:
+            if stopper.abandoned_batch is None:
+                raise
+        except KeyboardInterrupt:
+            # A SIGINT that reached Python before the handlers were in place.
+            stopper.signal_name = stopper.signal_name or signal.SIGINT.name
+            query.stop()
+    if stopper.signal_name is not None:
+        abandoned = (
+            f"; batch {stopper.abandoned_batch} abandoned, the next run replays it"
+            if stopper.abandoned_batch is not None
+            else ""
+        )
+        print(f"{spec.job}: stopped by {stopper.signal_name}{abandoned}", flush=True)
+    return StreamOutcome(stopper.signal_name, stopper.abandoned_batch)
+
+
+def _progress_line(
+    job: str, last: StreamingQueryProgress | None, progress: Callable[[], str] | None
+) -> str:
+    """``<job>: running; <counts>; last batch N: R records, X records/s, lag L offsets``."""
+    parts = [f"{job}: running"]
+    if progress is not None:
+        parts.append(progress())
+    if last is not None:
+        lag = [
+            int(float(source.metrics["maxOffsetsBehindLatest"]))
+            for source in last.sources
+            if "maxOffsetsBehindLatest" in (source.metrics or {})
+        ]
+        parts.append(
+            f"last batch {last.batchId}: {last.numInputRows} records, "
+            f"{float(last.processedRowsPerSecond or 0.0):.0f} records/s"
+            + (f", lag {max(lag)} offsets (largest per partition)" if lag else "")
+        )
+    return "; ".join(parts)

@@ -1,0 +1,152 @@
+"""eventlake.streaming: streaming jobs as real processes stopped with real signals
+(the batch finishes, the summary is printed, exit 0, the restart resumes exactly once),
+progress lines, and the trigger check."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake.broker import LocalBroker
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import create_topic, spark_kafka_options
+from eventlake.republish import RepublishRequest, run_republish
+from eventlake.settings import Settings
+from eventlake.streaming import trigger_problem
+from tests.helpers import produce_events, read_table
+
+#: Seconds a stopped job may take to exit: the batch in progress, then Spark's stop.
+STOP_SECONDS = 60
+
+
+def _job_process(settings: Settings, *arguments: str) -> subprocess.Popen[str]:
+    env = dict(
+        os.environ,
+        EVENTLAKE_BOOTSTRAP_SERVERS=settings.bootstrap_servers,
+        EVENTLAKE_WAREHOUSE=str(settings.warehouse),
+        EVENTLAKE_SHUFFLE_PARTITIONS="2",
+        EVENTLAKE_DRIVER_MEMORY="1g",
+        EVENTLAKE_PROGRESS_SECONDS="1",
+    )
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eventlake.cli",
+            *arguments,
+            "--trigger",
+            "processing-time=1 second",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _stop_after(process: subprocess.Popen[str], *wanted: str) -> tuple[int, list[str]]:
+    """Read lines until each of ``wanted`` has appeared in one, SIGTERM the process (its
+    pid only, as ``kill`` does), and return its exit status and every line."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line.strip())
+        if all(any(w in seen for seen in lines) for w in wanted):
+            break
+    process.send_signal(signal.SIGTERM)
+    rest, _ = process.communicate(timeout=STOP_SECONDS)
+    lines.extend(rest.splitlines())
+    return process.returncode, lines
+
+
+def test_sigterm_stops_an_ingest_stream_with_its_summary_and_the_restart_resumes(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 40, prefix="a")
+    process = _job_process(warehouse_settings, "ingest", "--topic", topic_name)
+
+    status, lines = _stop_after(process, "batch 0 done", "ingest: running")
+
+    assert status == 0
+    assert lines[-1].startswith("ingest: read=40 events=40")
+    assert lines[-1].endswith("stopped_by=SIGTERM")
+    produce_events(warehouse_settings, topic_name, 10, prefix="b")
+    resumed = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    events = read_table(spark, warehouse_settings, "events")
+    assert resumed.records_read == 10
+    assert events.count() == events.select("kafka_offset").distinct().count() == 50
+
+
+def test_sigterm_stops_a_republish_stream_with_its_summary_and_the_restart_resumes(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    target = f"{topic_name}.copy"
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 30, prefix="a")
+    process = _job_process(
+        warehouse_settings, "republish", "--source", topic_name, "--target", target
+    )
+
+    status, lines = _stop_after(process, "batch 0 done", "republish: running")
+
+    assert status == 0
+    assert lines[-1].startswith(f"republish {topic_name} -> {target}: read=30 republished=30")
+    assert "stopped_by=SIGTERM" in lines[-1]
+    produce_events(warehouse_settings, topic_name, 5, prefix="b")
+    request = RepublishRequest(source=topic_name, target=target)
+    resumed = run_republish(spark, warehouse_settings, request)
+    copied = (
+        spark.read.format("kafka")
+        .options(**spark_kafka_options(warehouse_settings))
+        .option("subscribe", target)
+        .load()
+    )
+    assert resumed.records_read == 5
+    assert copied.count() == 35
+
+
+def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
+    # The handlers of a run, without Spark: the first signal asks, the second exits.
+    script = textwrap.dedent(
+        """
+        import os, signal, time
+        from eventlake.streaming import _Stopper
+        stopper = _Stopper("job")
+        with stopper.installed():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            print("asked:", stopper.signal_name, flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            print("still running", flush=True)
+        """
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, cwd=tmp_path
+    )
+    assert "asked: SIGTERM" in done.stdout
+    assert "stopping at once" in done.stdout
+    assert "still running" not in done.stdout
+    assert done.returncode == 128 + signal.SIGINT
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("trigger", ["available-now", "processing-time=2 seconds"])
+def test_known_triggers_are_accepted(trigger: str) -> None:
+    assert trigger_problem(trigger) is None
+
+
+def test_an_unknown_trigger_is_explained() -> None:
+    assert "use 'available-now' or 'processing-time=<interval>'" in str(
+        trigger_problem("every minute")
+    )
