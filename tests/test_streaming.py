@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.broker import LocalBroker
+from eventlake.checkpoint import CheckpointBusyError
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, spark_kafka_options
 from eventlake.republish import RepublishRequest, run_republish
@@ -52,38 +53,48 @@ def _job_process(settings: Settings, *arguments: str) -> subprocess.Popen[str]:
     )
 
 
-def _stop_after(process: subprocess.Popen[str], *wanted: str) -> tuple[int, list[str]]:
-    """Read lines until each of ``wanted`` has appeared in one, SIGTERM the process (its
-    pid only, as ``kill`` does), and return its exit status and every line."""
+def _read_until(process: subprocess.Popen[str], lines: list[str], *wanted: str) -> None:
+    """Append the process's lines to ``lines`` until each of ``wanted`` is in one."""
     assert process.stdout is not None
-    lines: list[str] = []
     for line in process.stdout:
         lines.append(line.strip())
         if all(any(w in seen for seen in lines) for w in wanted):
-            break
+            return
+    raise AssertionError(f"the process ended before printing {wanted}: {lines}")
+
+
+def _stop(process: subprocess.Popen[str], lines: list[str]) -> int:
+    """SIGTERM the process (its pid only, as ``kill`` does); its exit status."""
     process.send_signal(signal.SIGTERM)
     rest, _ = process.communicate(timeout=STOP_SECONDS)
     lines.extend(rest.splitlines())
-    return process.returncode, lines
+    return process.returncode
 
 
-def test_sigterm_stops_an_ingest_stream_with_its_summary_and_the_restart_resumes(
+def test_an_ingest_stream_lands_records_produced_while_it_runs_and_stops_on_sigterm(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
     create_topic(warehouse_settings, topic_name)
     produce_events(warehouse_settings, topic_name, 40, prefix="a")
     process = _job_process(warehouse_settings, "ingest", "--topic", topic_name)
+    lines: list[str] = []
+    request = IngestRequest(topics=(topic_name,))
 
-    status, lines = _stop_after(process, "batch 0 done", "ingest: running")
+    _read_until(process, lines, "batch 0 done, 40 records")
+    produce_events(warehouse_settings, topic_name, 10, prefix="b")
+    _read_until(process, lines, "done, 10 records", "ingest: running")
+    with pytest.raises(CheckpointBusyError, match=rf"pid {process.pid} "):
+        run_ingest(spark, warehouse_settings, request)
+    status = _stop(process, lines)
 
     assert status == 0
-    assert lines[-1].startswith("ingest: read=40 events=40")
+    assert lines[-1].startswith("ingest: read=50 events=50")
     assert lines[-1].endswith("stopped_by=SIGTERM")
-    produce_events(warehouse_settings, topic_name, 10, prefix="b")
-    resumed = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    produce_events(warehouse_settings, topic_name, 5, prefix="c")
+    resumed = run_ingest(spark, warehouse_settings, request)
     events = read_table(spark, warehouse_settings, "events")
-    assert resumed.records_read == 10
-    assert events.count() == events.select("kafka_offset").distinct().count() == 50
+    assert resumed.records_read == 5
+    assert events.count() == events.select("kafka_offset").distinct().count() == 55
 
 
 def test_sigterm_stops_a_republish_stream_with_its_summary_and_the_restart_resumes(
@@ -96,7 +107,9 @@ def test_sigterm_stops_a_republish_stream_with_its_summary_and_the_restart_resum
         warehouse_settings, "republish", "--source", topic_name, "--target", target
     )
 
-    status, lines = _stop_after(process, "batch 0 done", "republish: running")
+    lines: list[str] = []
+    _read_until(process, lines, "batch 0 done", "republish: running")
+    status = _stop(process, lines)
 
     assert status == 0
     assert lines[-1].startswith(f"republish {topic_name} -> {target}: read=30 republished=30")

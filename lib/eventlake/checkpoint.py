@@ -6,20 +6,37 @@ to Spark's checkpoint data: the source (topics or pattern), the target tables an
 transaction app id used for idempotent Delta commits. A checkpoint whose identity does
 not match the run is refused.
 
+A streaming run also holds the checkpoint while it runs (:func:`hold_checkpoint`): a
+second run on the same checkpoint is refused and told which process holds it.
+
 Example:
-    >>> identity = claim_checkpoint(path, source="topics:orders", targets=["/wh/events"])
+    >>> with hold_checkpoint(path, job="ingest"):
+    ...     identity = claim_checkpoint(path, source="topics:orders", targets=["/wh/events"])
     >>> identity.app_id
     'eventlake-3f0c...'
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import socket
+import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 IDENTITY_FILE = "eventlake-identity.json"
+#: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
+LOCK_SUFFIX = ".lock"
+
+
+class CheckpointBusyError(RuntimeError):
+    """Another process runs a stream on this checkpoint; the message names it."""
 
 
 class CheckpointMismatchError(RuntimeError):
@@ -64,3 +81,73 @@ def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> Checkpoi
     payload["targets"] = list(identity.targets)
     identity_file.write_text(json.dumps(payload, indent=2) + "\n")
     return identity
+
+
+def lock_path(checkpoint: Path) -> Path:
+    """The lock file of a checkpoint folder."""
+    return checkpoint.with_name(checkpoint.name + LOCK_SUFFIX)
+
+
+def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
+    """Who holds the checkpoint now (pid, host, job, since), or None when nobody does.
+
+    Example:
+        >>> checkpoint_holder(settings.checkpoints / "ingest-topics_orders")
+        {'pid': 4242, 'host': 'etl-1', 'job': 'ingest', 'since': '2026-11-24T05:00:00+00:00'}
+    """
+    path = lock_path(checkpoint)
+    if not path.exists():
+        return None
+    with path.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = handle.read()
+            return json.loads(text) if text.strip() else {"pid": "unknown"}
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
+@contextmanager
+def hold_checkpoint(checkpoint: Path, *, job: str) -> Iterator[None]:
+    """Hold the checkpoint for this process while the block runs; refuse when another
+    process holds it. The operating system drops the lock when its holder dies, so a
+    killed stream leaves nothing to clean up.
+
+    Example:
+        >>> with hold_checkpoint(settings.checkpoints / "ingest-topics_orders", job="ingest"):
+        ...     run_stream(...)
+    """
+    path = lock_path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            text = handle.read()
+            holder = json.loads(text) if text.strip() else {}
+            raise CheckpointBusyError(
+                f"Checkpoint {checkpoint} is held by {holder.get('job', 'a stream')} "
+                f"(pid {holder.get('pid', 'unknown')} on {holder.get('host', 'unknown')}, "
+                f"since {holder.get('since', 'unknown')}). One checkpoint takes one stream: "
+                "stop that process first (SIGTERM stops it gracefully), or use another "
+                "--checkpoint-name."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "job": job,
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv)[:500],
+        }
+        handle.write(json.dumps(holder) + "\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -136,7 +136,7 @@ def ingest(
 
     Prints one summary line at the end: records read, events, rejects by reason, batches.
     """
-    from eventlake.checkpoint import CheckpointMismatchError
+    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
     from eventlake.kafka import KafkaConnectionError
     from eventlake.spark import MissingJarsError, build_spark_session
@@ -155,7 +155,13 @@ def ingest(
         )
         spark = build_spark_session(settings, app_name="eventlake-ingest")
         summary = run_ingest(spark, settings, request)
-    except (IngestError, CheckpointMismatchError, MissingJarsError, KafkaConnectionError) as error:
+    except (
+        IngestError,
+        CheckpointMismatchError,
+        CheckpointBusyError,
+        MissingJarsError,
+        KafkaConnectionError,
+    ) as error:
         _fail(str(error), code=2)
     typer.echo(summary.line())
 
@@ -345,7 +351,7 @@ def republish(
 
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
     """
-    from eventlake.checkpoint import CheckpointMismatchError
+    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
     from eventlake.spark import MissingJarsError, build_spark_session
@@ -383,6 +389,7 @@ def republish(
     except (
         RepublishError,
         CheckpointMismatchError,
+        CheckpointBusyError,
         MissingJarsError,
         KafkaConnectionError,
     ) as error:

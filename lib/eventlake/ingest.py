@@ -26,6 +26,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -33,7 +34,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
-from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
+from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint, hold_checkpoint
 from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, kafka_source_options
 from eventlake.observed import reason_counts
@@ -329,11 +330,23 @@ def _compaction_warnings(
 def _run_streaming(
     spark: SparkSession, settings: Settings, request: IngestRequest, *, tables_are_new: bool
 ) -> IngestSummary:
-    events_path = str(settings.table_path(EVENTS))
-    rejects_path = str(settings.table_path(REJECTS))
     checkpoint = settings.checkpoints / (
         request.checkpoint_name or request.default_checkpoint_name()
     )
+    with hold_checkpoint(checkpoint, job="ingest"):
+        return _stream(spark, settings, request, checkpoint, tables_are_new=tables_are_new)
+
+
+def _stream(
+    spark: SparkSession,
+    settings: Settings,
+    request: IngestRequest,
+    checkpoint: Path,
+    *,
+    tables_are_new: bool,
+) -> IngestSummary:
+    events_path = str(settings.table_path(EVENTS))
+    rejects_path = str(settings.table_path(REJECTS))
     # Tables created by this run hold nothing that a replay could duplicate.
     if (
         not tables_are_new

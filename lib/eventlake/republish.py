@@ -53,6 +53,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Final, cast
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -71,7 +72,7 @@ from eventlake.binding import (
     decode_records,
     to_rejects,
 )
-from eventlake.checkpoint import claim_checkpoint
+from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
 from eventlake.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
@@ -702,6 +703,18 @@ def _run_streaming(
     checkpoint = settings.checkpoints / (
         request.checkpoint_name or request.default_checkpoint_name()
     )
+    with hold_checkpoint(checkpoint, job="republish"):
+        return _stream(spark, settings, request, checkpoint, rejects_path, compacted)
+
+
+def _stream(
+    spark: SparkSession,
+    settings: Settings,
+    request: RepublishRequest,
+    checkpoint: Path,
+    rejects_path: str,
+    compacted: bool,
+) -> RepublishSummary:
     identity = claim_checkpoint(
         checkpoint,
         source=f"topic:{request.source}",

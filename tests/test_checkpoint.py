@@ -1,0 +1,59 @@
+"""eventlake.checkpoint: one stream per checkpoint, held by a live process only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eventlake.checkpoint import CheckpointBusyError, checkpoint_holder, hold_checkpoint
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from eventlake.checkpoint import hold_checkpoint
+    with hold_checkpoint(Path(sys.argv[1]), job="ingest"):
+        print("holding", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def _holder(checkpoint: Path) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(checkpoint)], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "holding"
+    return process
+
+
+def test_a_checkpoint_held_by_another_process_is_refused_naming_it(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ingest-topics_orders"
+    process = _holder(checkpoint)
+    try:
+        busy = pytest.raises(CheckpointBusyError, match=rf"ingest \(pid {process.pid} on ")
+        with busy, hold_checkpoint(checkpoint, job="ingest"):
+            pass
+        holder = checkpoint_holder(checkpoint)
+        assert holder is not None and holder["pid"] == process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ingest-topics_orders"
+    process = _holder(checkpoint)
+    process.kill()
+    process.wait()
+
+    assert checkpoint_holder(checkpoint) is None
+    with hold_checkpoint(checkpoint, job="republish"):
+        holder = checkpoint_holder(checkpoint)
+        assert holder is not None and (holder["pid"], holder["job"]) == (os.getpid(), "republish")
