@@ -127,10 +127,14 @@ def test_falling_behind_tombstone_retention_is_reported_and_reconcile_repairs(
     summary = run_ingest(spark, settings, IngestRequest(topics=(topic_name,), state=True))
     assert summary.warnings and "reconcile" in summary.warnings[0]
     assert b"gone" in _state(spark, settings, topic_name)  # stale: the delete was never seen
+    # That ingest updated the table, but the risk found stays with it until a reconcile.
+    kept = check_compaction(spark, settings, topic_name)
+    assert kept.at_risk and "kept with the state table" in kept.message
 
     result = reconcile_state(spark, settings, topic_name)
     assert result.deleted == 1
     assert set(_state(spark, settings, topic_name)) == {b"kept", b"filler"}
+    assert not check_compaction(spark, settings, topic_name).at_risk
 
 
 def test_fresh_state_within_retention_is_not_at_risk(

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from eventlake.kafka import make_admin
 from eventlake.settings import Settings
-from eventlake.state import state_path
+from eventlake.state import record_compaction_risk, recorded_compaction_risk, state_path
 
 TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
 
@@ -116,11 +116,32 @@ def check_compaction(
         and unread
         and now_ms - last_update > retention
     )
+    # A risk stays with the table once found: the next ingest updates the table (and
+    # so its last update time) without repairing the deletes it missed.
+    path = str(state_path(settings, topic))
+    recorded = recorded_compaction_risk(spark, path) if last_update is not None else None
+    if at_risk and recorded is None:
+        recorded = {
+            "found_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ms / 1000)),
+            "last_state_update_ms": last_update,
+            "next_offsets": {str(p): o for p, o in next_offsets.items()},
+            "end_offsets": {str(p): o for p, o in end.items()},
+            "delete_retention_ms": retention,
+        }
+        record_compaction_risk(spark, path, recorded)
     if "compact" not in policy:
         message = f"{topic}: cleanup.policy={policy}, not compacted; no tombstone risk"
     elif last_update is None:
         message = (
             f"{topic}: compacted, no state table yet; a first full read sees the topic as it is"
+        )
+    elif recorded is not None and not at_risk:
+        at_risk = True
+        message = (
+            f"{topic}: WARNING found at {recorded['found_at']} and kept with the state table: "
+            f"it had fallen behind delete.retention.ms={recorded['delete_retention_ms']} ms, "
+            "so tombstones may have been compacted away unseen and deleted keys may linger. "
+            f"Run `eventlake reconcile --topic {topic}` (it clears this)."
         )
     elif at_risk:
         minutes = (now_ms - last_update) / 60000

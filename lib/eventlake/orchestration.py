@@ -225,15 +225,17 @@ class IngestParams:
 
         The job's checkpoint is its default, per topic, so that a DAG run continues where
         ``eventlake ingest --topic <topic>`` (or the previous run) stopped. ``state``
-        (a state topic) adds ``--state`` to streaming runs; a bounded run cannot keep
+        (a state topic) adds ``--state --auto-reconcile`` to streaming runs (a state table
+        found at risk of missed tombstones is rebuilt, not only warned about); a bounded
+        run cannot keep
         state (it would replay old records over newer ones), a full refresh rebuilds
         it with :func:`plan_reconcile` instead.
 
         Example:
             >>> IngestParams(("a",), ending_offsets="latest").application_args("a")
             ['--topic', 'a', '--starting-offsets', 'earliest', '--ending-offsets', 'latest']
-            >>> IngestParams(("a",)).application_args("a", state=True)[-1]
-            '--state'
+            >>> IngestParams(("a",)).application_args("a", state=True)[-2:]
+            ['--state', '--auto-reconcile']
         """
         args = [
             "--topic",
@@ -242,7 +244,8 @@ class IngestParams:
             topic_offsets(self.starting_offsets, topic, default="earliest"),
         ]
         if not self.bounded:
-            return [*args, "--trigger", "available-now", *(["--state"] if state else [])]
+            on_state = ["--state", "--auto-reconcile"] if state else []
+            return [*args, "--trigger", "available-now", *on_state]
         ending = "latest" if self.ending_offsets is None else self.ending_offsets
         return [*args, "--ending-offsets", topic_offsets(ending, topic, default="latest")]
 

@@ -20,11 +20,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +37,9 @@ from eventlake.tables import merge_source, retry_conflicts
 STATE_FOLDER = "state"
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+#: Table property of a state table that may have missed tombstones (JSON: when it was
+#: found and the offsets), set by the compaction check and removed by reconcile only.
+COMPACTION_RISK_PROPERTY = "eventlake.compactionRisk"
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,28 @@ class ReconcileReport:
         )
 
 
+def recorded_compaction_risk(spark: SparkSession, path: str) -> dict[str, Any] | None:
+    """The compaction risk recorded with the state table at ``path`` (None: none).
+
+    Example:
+        >>> recorded_compaction_risk(spark, str(state_path(settings, "customers")))
+        {'found_at': '2026-11-24T05:00:00+00:00', 'next_offsets': {'0': 12}, ...}
+    """
+    from delta.tables import DeltaTable
+
+    detail = DeltaTable.forPath(spark, path).detail().first()
+    text = ((detail["properties"] if detail else None) or {}).get(COMPACTION_RISK_PROPERTY)
+    return cast(dict[str, Any], json.loads(text)) if text else None
+
+
+def record_compaction_risk(spark: SparkSession, path: str, risk: dict[str, Any]) -> None:
+    """Keep ``risk`` with the state table until a reconcile clears it."""
+    text = json.dumps(risk, sort_keys=True).replace("'", "''")
+    spark.sql(
+        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{COMPACTION_RISK_PROPERTY}' = '{text}')"
+    )
+
+
 def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> ReconcileReport:
     """Read the topic from earliest to its current end, compute the latest record per
     key, and make ``state/<topic>`` equal to it: upsert what differs, delete keys that
@@ -256,6 +282,11 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
             .execute()
         )
         metrics = _merge_metrics(spark, path)
+        # The table now equals the topic: whatever it may have missed is repaired.
+        spark.sql(
+            f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS "
+            f"('{COMPACTION_RISK_PROPERTY}')"
+        )
     finally:
         decoded.unpersist()
     return ReconcileReport(

@@ -118,6 +118,12 @@ def test_state_topics_stream_with_state(settings: Settings) -> None:
     assert [("--state" in submit["application_args"]) for submit in plan] == [True, False]
 
 
+def test_state_topics_reconcile_on_risk_by_default(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["customers"]})
+    plan = plan_ingest({"topics": ["customers", "orders"]}, with_state)
+    assert [("--auto-reconcile" in s["application_args"]) for s in plan] == [True, False]
+
+
 def test_bounded_run_of_a_state_topic_does_not_pass_state(settings: Settings) -> None:
     with_state = settings.model_copy(update={"state_topics": ["customers"]})
     plan = plan_ingest({"topics": ["customers"], "ending_offsets": "latest"}, with_state)
