@@ -195,7 +195,7 @@ def run_stream(
 def _progress_line(
     job: str, last: StreamingQueryProgress | None, progress: Callable[[], str] | None
 ) -> str:
-    """``<job>: running; <counts>; last batch N: R records, X records/s, lag L offsets``."""
+    """``<job>: running; <counts>; last batch N: R records in S s, X records/s, lag L``."""
     parts = [f"{job}: running"]
     if progress is not None:
         parts.append(progress())
@@ -205,8 +205,9 @@ def _progress_line(
             for source in last.sources
             if "maxOffsetsBehindLatest" in (source.metrics or {})
         ]
+        seconds = (last.durationMs or {}).get("triggerExecution", 0) / 1000
         parts.append(
-            f"last batch {last.batchId}: {last.numInputRows} records, "
+            f"last batch {last.batchId}: {last.numInputRows} records in {seconds:.1f} s, "
             f"{float(last.processedRowsPerSecond or 0.0):.0f} records/s"
             + (f", lag {max(lag)} offsets (largest per partition)" if lag else "")
         )
