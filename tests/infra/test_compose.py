@@ -129,3 +129,14 @@ def test_dockerfile_fetches_jars_with_maven(command: str) -> None:
     assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
 
     assert command in _dockerfile_text(), f"infra/Dockerfile does not run: {command}"
+
+
+def test_the_opt_in_stream_service_stops_gracefully_and_restarts() -> None:
+    stream = _resolved_services()["stream"]
+
+    assert stream.get("image") == PROJECT_IMAGE
+    assert stream["command"][:2] == ["eventlake", "ingest"]
+    assert any(arg.startswith("processing-time=") for arg in stream["command"])
+    assert stream["stop_signal"] == "SIGTERM"
+    assert stream["restart"] == "unless-stopped"
+    assert stream["profiles"] == ["stream"]  # opt-in: not in a plain `up`
