@@ -6,7 +6,8 @@ tables `events` and `rejects`: one `spark-submit` of `jobs/ingest_cloudevents.py
 topic (a mapped task), reading what the topic holds and stopping (`available-now`).
 
 * **Topics**: `EVENTLAKE_TOPICS` (comma-separated, default `demo.orders`), or the
-  `topics` param of a manual run.
+  `topics` param of a manual run. A topic that a running stream reads (`eventlake
+  ingest --trigger processing-time=...`) is skipped, and the plan task's log says so.
 * **Backfill/replay**: trigger with `ending_offsets` (`latest` or per-partition JSON):
   a bounded run that adds only records not already in the tables.
 * **State**: topics listed in `EVENTLAKE_STATE_TOPICS` also keep `state/<topic>`, the

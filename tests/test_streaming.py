@@ -21,6 +21,7 @@ from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, spark_kafka_options
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
+from eventlake.status import streams_reading
 from eventlake.streaming import trigger_problem
 from tests.helpers import produce_events, read_table
 
@@ -85,8 +86,10 @@ def test_an_ingest_stream_lands_records_produced_while_it_runs_and_stops_on_sigt
     _read_until(process, lines, "done, 10 records", "ingest: running")
     with pytest.raises(CheckpointBusyError, match=rf"pid {process.pid} "):
         run_ingest(spark, warehouse_settings, request)
+    streams = streams_reading(warehouse_settings, topic_name)
     status = _stop(process, lines)
 
+    assert [(s.holder or {}).get("pid") for s in streams] == [process.pid]
     assert status == 0
     assert lines[-1].startswith("ingest: read=50 events=50")
     assert lines[-1].endswith("stopped_by=SIGTERM")

@@ -109,10 +109,11 @@ def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
 
 
 @contextmanager
-def hold_checkpoint(checkpoint: Path, *, job: str) -> Iterator[None]:
+def hold_checkpoint(checkpoint: Path, *, job: str, trigger: str | None = None) -> Iterator[None]:
     """Hold the checkpoint for this process while the block runs; refuse when another
     process holds it. The operating system drops the lock when its holder dies, so a
-    killed stream leaves nothing to clean up.
+    killed stream leaves nothing to clean up. The holder's job, trigger, pid, host and
+    start time are written into the lock file for ``eventlake status`` and the DAGs.
 
     Example:
         >>> with hold_checkpoint(settings.checkpoints / "ingest-topics_orders", job="ingest"):
@@ -140,6 +141,7 @@ def hold_checkpoint(checkpoint: Path, *, job: str) -> Iterator[None]:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "job": job,
+            "trigger": trigger,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": " ".join(sys.argv)[:500],
         }

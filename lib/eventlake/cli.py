@@ -1,4 +1,4 @@
-"""The ``eventlake`` command line: broker, ingest, query, samples, republish, check, demo.
+"""The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check, demo.
 
 Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
 
@@ -199,6 +199,30 @@ def compaction_check(
         typer.echo(report.message)
     if any(r.at_risk for r in reports):
         raise typer.Exit(4)
+
+
+@app.command()
+def status(
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", help="Only the checkpoints reading this topic; repeatable."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Where each ingest and republish stands, per checkpoint: current offset (all
+    before it is in the tables), log end offset and lag per partition; the last batch;
+    whether a stream holds it. Also compaction risks of state tables.
+
+    Starts no Spark. Exit 3 when Kafka did not answer (current offsets still shown).
+    """
+    from eventlake.status import warehouse_status
+
+    report = warehouse_status(_settings(bootstrap_servers, warehouse), topics=tuple(topic or ()))
+    typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render())
+    if report.kafka_error:
+        raise typer.Exit(3)
 
 
 @app.command()

@@ -333,7 +333,7 @@ def _run_streaming(
     checkpoint = settings.checkpoints / (
         request.checkpoint_name or request.default_checkpoint_name()
     )
-    with hold_checkpoint(checkpoint, job="ingest"):
+    with hold_checkpoint(checkpoint, job="ingest", trigger=request.trigger):
         return _stream(spark, settings, request, checkpoint, tables_are_new=tables_are_new)
 
 

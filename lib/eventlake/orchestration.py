@@ -35,6 +35,7 @@ from airflow.sdk import Asset, Param
 from eventlake.settings import RepublishRoute, Settings
 from eventlake.spark import spark_conf, spark_jars
 from eventlake.state import state_path
+from eventlake.status import streams_reading
 from eventlake.tables import EVENTS, REJECTS
 
 #: Environment variable naming the topics the DAGs ingest, comma-separated.
@@ -319,7 +320,8 @@ def submit_kwargs(settings: Settings, application_args: Sequence[str]) -> dict[s
 
 
 def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """One :func:`submit_kwargs` per topic of a DAG run, from the run's params.
+    """One :func:`submit_kwargs` per topic of a DAG run, from the run's params; a topic
+    that a running stream reads is skipped, with a message saying so.
 
     The ingest DAG maps SparkSubmitOperator over this list (``expand_kwargs``). Raises
     :class:`OrchestrationError` on bad params, before anything is submitted.
@@ -332,7 +334,34 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     return [
         submit_kwargs(settings, args)
         for args in ingest_application_args(checked, settings.state_topics)
+        if not stream_owner_notice(settings, args[1])
     ]
+
+
+def stream_owner_notice(settings: Settings, topic: str) -> str | None:
+    """When a running stream reads ``topic``, the message saying so (and it is printed):
+    a scheduled ingest of that topic, on its own checkpoint, would land its records a
+    second time. None when no stream reads it.
+
+    Example:
+        >>> stream_owner_notice(settings, "demo.stream.clicks")
+        "skipping topic 'demo.stream.clicks': the stream ingest-pattern_demo... reads it ..."
+    """
+    streams = streams_reading(settings, topic)
+    if not streams:
+        return None
+    holders = "; ".join(
+        f"{s.name} (pid {(s.holder or {}).get('pid', '?')} on "
+        f"{(s.holder or {}).get('host', '?')}, since {(s.holder or {}).get('since', '?')})"
+        for s in streams
+    )
+    notice = (
+        f"skipping topic {topic!r}: the running stream {holders} reads it, and a scheduled "
+        "ingest would land its records a second time. Stop the stream (SIGTERM) to schedule "
+        "this topic again; `eventlake status` shows what each stream has written."
+    )
+    print(notice, flush=True)
+    return notice
 
 
 def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:

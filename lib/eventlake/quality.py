@@ -130,6 +130,7 @@ from eventlake.quality_config import (
 )
 from eventlake.settings import Settings
 from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS
+from eventlake.text_table import text_table
 
 DQ_DOCS: Final = "dq_docs"
 #: GX's stores (suites, validation results) under the warehouse: Data Docs are built from them.
@@ -314,14 +315,9 @@ class CheckReport:
             ]
             for r in self.results
         ]
-        widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(header)]
         lines = [f"check {self.run_id}: {self.slice_description}"]
         if cells:
-            lines.append(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-            lines.append("-+-".join("-" * w for w in widths))
-            lines += [
-                " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells
-            ]
+            lines += text_table(header, cells)
         else:
             lines.append("nothing to check: no new rows and no configured topics")
         failed = [r for r in self.results if not r.success]

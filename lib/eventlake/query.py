@@ -14,6 +14,7 @@ import re
 from pyspark.sql import SparkSession
 
 from eventlake.settings import Settings
+from eventlake.text_table import text_table
 
 
 def register_tables(spark: SparkSession, settings: Settings) -> list[str]:
@@ -44,10 +45,7 @@ def run_query(
     rows = frame.limit(limit).collect()
     columns = frame.columns
     cells = [[_cell(row[c]) for c in columns] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines.append("-+-".join("-" * w for w in widths))
-    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    lines = text_table(columns, cells)
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines)
 

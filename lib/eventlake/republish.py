@@ -703,7 +703,7 @@ def _run_streaming(
     checkpoint = settings.checkpoints / (
         request.checkpoint_name or request.default_checkpoint_name()
     )
-    with hold_checkpoint(checkpoint, job="republish"):
+    with hold_checkpoint(checkpoint, job="republish", trigger=request.trigger):
         return _stream(spark, settings, request, checkpoint, rejects_path, compacted)
 
 

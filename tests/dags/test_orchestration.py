@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
 from eventlake.orchestration import (
     IngestParams,
     OrchestrationError,
@@ -110,6 +112,34 @@ def test_job_env_carries_bootstrap_servers_and_warehouse(settings: Settings) -> 
 def test_plan_has_one_submit_per_topic(settings: Settings) -> None:
     plan = plan_ingest({"topics": ["a", "b"]}, settings)
     assert [submit["application_args"][1] for submit in plan] == ["a", "b"]
+
+
+def test_a_topic_that_a_running_stream_reads_is_skipped_with_a_message(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = settings.model_copy(update={"warehouse": tmp_path})
+    checkpoint = own.checkpoints / "ingest-pattern_clicks"
+    claim_checkpoint(checkpoint, source=r"pattern:clicks\..*", targets=["events", "rejects"])
+
+    with hold_checkpoint(checkpoint, job="ingest", trigger="processing-time=5 seconds"):
+        plan = plan_ingest({"topics": ["clicks.web", "orders"]}, own)
+
+    assert [submit["application_args"][1] for submit in plan] == ["orders"]
+    assert "skipping topic 'clicks.web': the running stream ingest-pattern_clicks" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_stopped_stream_does_not_hold_its_topics(settings: Settings, tmp_path: Path) -> None:
+    own = settings.model_copy(update={"warehouse": tmp_path})
+    checkpoint = own.checkpoints / "ingest-pattern_clicks"
+    claim_checkpoint(checkpoint, source=r"pattern:clicks\..*", targets=["events", "rejects"])
+    with hold_checkpoint(checkpoint, job="ingest", trigger="processing-time=5 seconds"):
+        pass
+
+    plan = plan_ingest({"topics": ["clicks.web"]}, own)
+
+    assert [submit["application_args"][1] for submit in plan] == ["clicks.web"]
 
 
 def test_state_topics_stream_with_state(settings: Settings) -> None:

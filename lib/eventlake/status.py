@@ -1,0 +1,356 @@
+"""Where every ingest and republish stands: ``eventlake status``.
+
+One entry per checkpoint under ``<warehouse>/_checkpoints`` (each streaming or scheduled
+run of ingest or republish keeps one): per topic and partition, the current offset
+(where the checkpoint's last committed batch ended: Spark commits a batch only after
+its writes, so every record before it is in the tables), Kafka's log end offset, the
+lag between the two,
+when that batch was committed, and whether a process holds the checkpoint now (a
+running stream, with its pid and host). State tables report a compaction risk recorded
+with them (see :mod:`eventlake.compaction`). Reads files and asks Kafka; no Spark.
+
+Example:
+    >>> report = warehouse_status(settings)
+    >>> print(report.render())
+    ingest-topics_orders: stream (processing-time=5 seconds) held by pid 4242 on etl-1 ...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
+from eventlake.settings import Settings
+from eventlake.state import COMPACTION_RISK_PROPERTY, STATE_FOLDER
+from eventlake.streaming import PROCESSING_TIME_PREFIX
+from eventlake.text_table import text_table
+
+#: Spark's own checkpoint data inside an eventlake checkpoint folder (see streaming.py).
+SPARK_FOLDER = "spark"
+
+
+@dataclass(frozen=True)
+class PartitionPosition:
+    """One partition, named as ``kafka-consumer-groups`` names them: the log end offset
+    (Kafka's next offset), the current offset (the next offset to read: every record
+    before it is written to the tables) and the lag between them."""
+
+    topic: str
+    partition: int
+    log_end_offset: int | None
+    current_offset: int | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.log_end_offset is None:
+            return None
+        return self.log_end_offset - (self.current_offset or 0)
+
+
+@dataclass(frozen=True)
+class CheckpointStatus:
+    """One checkpoint: its source, last committed batch and who holds it now."""
+
+    name: str
+    source: str
+    last_batch: int | None
+    last_batch_at: datetime | None
+    holder: dict[str, Any] | None
+    positions: tuple[PartitionPosition, ...] = ()
+
+    @property
+    def job(self) -> str:
+        if self.holder and self.holder.get("job"):
+            return str(self.holder["job"])
+        return self.name.split("-", 1)[0]
+
+    @property
+    def is_stream(self) -> bool:
+        """A process holds it with a processing-time trigger: a running stream."""
+        trigger = (self.holder or {}).get("trigger") or ""
+        return str(trigger).startswith(PROCESSING_TIME_PREFIX)
+
+    def reads(self, topic: str) -> bool:
+        """Whether this checkpoint's source takes ``topic`` (a listed topic or the pattern).
+
+        Example:
+            >>> CheckpointStatus("c", "pattern:demo\\\\..*", None, None, None).reads("demo.x")
+            True
+        """
+        kind, _, value = self.source.partition(":")
+        if kind == "pattern":
+            # Spark subscribes with Java's Pattern.matcher(topic).matches(): a full match.
+            return re.fullmatch(value, topic) is not None
+        return topic in value.split(",")
+
+
+@dataclass
+class WarehouseStatus:
+    """Every checkpoint of the warehouse, and the state tables' recorded risks."""
+
+    checkpoints: list[CheckpointStatus] = field(default_factory=list)
+    compaction_risks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kafka_error: str | None = None
+
+    def render(self, now: datetime | None = None) -> str:
+        """Readable lines: one heading and one offsets table per checkpoint."""
+        now = now or datetime.now(UTC)
+        if not self.checkpoints:
+            lines = ["no checkpoints: nothing has been ingested or republished yet"]
+        else:
+            lines = []
+        for status in self.checkpoints:
+            lines.append(_heading(status, now))
+            rows = [
+                [
+                    p.topic,
+                    str(p.partition),
+                    "-" if p.current_offset is None else str(p.current_offset),
+                    _number(p.log_end_offset),
+                    _number(p.lag),
+                ]
+                for p in status.positions
+            ]
+            if rows:
+                lines += [
+                    "  " + line
+                    for line in text_table(
+                        ["topic", "partition", "current-offset", "log-end-offset", "lag"], rows
+                    )
+                ]
+            lines.append("")
+        if self.kafka_error:
+            lines.append(f"Kafka did not answer ({self.kafka_error}): log end offsets unknown.")
+        for topic, risk in sorted(self.compaction_risks.items()):
+            lines.append(
+                f"state/{topic}: compaction risk recorded at {risk.get('found_at', '?')} "
+                f"(tombstones may have been compacted away unseen); run "
+                f"`eventlake reconcile --topic {topic}`"
+            )
+        return "\n".join(lines).rstrip()
+
+    def to_json(self) -> dict[str, Any]:
+        """The same as a JSON-ready dict (``eventlake status --json``)."""
+        return {
+            "checkpoints": [
+                {
+                    "name": s.name,
+                    "job": s.job,
+                    "source": s.source,
+                    "last_batch": s.last_batch,
+                    "last_batch_at": s.last_batch_at.isoformat() if s.last_batch_at else None,
+                    "held_by": s.holder,
+                    "stream": s.is_stream,
+                    "partitions": [
+                        {
+                            "topic": p.topic,
+                            "partition": p.partition,
+                            "current_offset": p.current_offset,
+                            "log_end_offset": p.log_end_offset,
+                            "lag": p.lag,
+                        }
+                        for p in s.positions
+                    ],
+                }
+                for s in self.checkpoints
+            ],
+            "compaction_risks": self.compaction_risks,
+            "kafka_error": self.kafka_error,
+        }
+
+
+def warehouse_status(
+    settings: Settings,
+    *,
+    topics: tuple[str, ...] = (),
+    ask_kafka: bool = True,
+    kafka_timeout: float = 10.0,
+) -> WarehouseStatus:
+    """The status of every checkpoint (those reading one of ``topics``, when given).
+
+    Example:
+        >>> [s.name for s in warehouse_status(settings, topics=("orders",)).checkpoints]
+        ['ingest-topics_orders', 'republish-orders-orders.bykey']
+    """
+    statuses = [
+        status
+        for status in (
+            read_checkpoint(folder)
+            for folder in sorted(settings.checkpoints.glob("*"))
+            if (folder / IDENTITY_FILE).is_file()
+        )
+        if not topics or any(status.reads(topic) for topic in topics)
+    ]
+    report = WarehouseStatus(compaction_risks=compaction_risks(settings, topics))
+    if not ask_kafka:
+        report.checkpoints = statuses
+        return report
+    try:
+        latest = _latest_offsets(settings, statuses, topics, kafka_timeout)
+    except Exception as error:
+        report.kafka_error = str(error).splitlines()[0][:200]
+        latest = {}
+    report.checkpoints = [_with_positions(status, latest, topics) for status in statuses]
+    return report
+
+
+def streams_reading(settings: Settings, topic: str) -> list[CheckpointStatus]:
+    """The running streams (a processing-time run holding its checkpoint) that read
+    ``topic``: a scheduled ingest of that topic would write its records a second time.
+
+    Example:
+        >>> [s.name for s in streams_reading(settings, "demo.stream.clicks")]
+        ['ingest-pattern_demo._.stream_.._']
+    """
+    report = warehouse_status(settings, topics=(topic,), ask_kafka=False)
+    return [status for status in report.checkpoints if status.is_stream]
+
+
+def read_checkpoint(folder: Path) -> CheckpointStatus:
+    """A checkpoint's source, last committed batch (and when) and holder; no offsets yet."""
+    identity = json.loads((folder / IDENTITY_FILE).read_text())
+    spark_folder = folder / SPARK_FOLDER
+    batch = _last_batch(spark_folder / "commits")
+    committed_at = None
+    if batch is not None:
+        mtime = (spark_folder / "commits" / str(batch)).stat().st_mtime
+        committed_at = datetime.fromtimestamp(mtime, UTC)
+    written = _batch_end_offsets(spark_folder, batch)
+    positions = tuple(
+        PartitionPosition(topic, int(partition), None, offset)
+        for topic, partitions in sorted(written.items())
+        for partition, offset in sorted(partitions.items(), key=lambda item: int(item[0]))
+    )
+    return CheckpointStatus(
+        name=folder.name,
+        source=str(identity["source"]),
+        last_batch=batch,
+        last_batch_at=committed_at,
+        holder=checkpoint_holder(folder),
+        positions=positions,
+    )
+
+
+def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """Per state table (by topic), the compaction risk recorded with it, read from the
+    table's metadata with delta-rs (no Spark)."""
+    from deltalake import DeltaTable
+
+    root = settings.warehouse / STATE_FOLDER
+    risks: dict[str, dict[str, Any]] = {}
+    if not root.is_dir():
+        return risks
+    for table in sorted(root.iterdir()):
+        if (topics and table.name not in topics) or not (table / "_delta_log").is_dir():
+            continue
+        configuration = DeltaTable(str(table)).metadata().configuration
+        text = configuration.get(COMPACTION_RISK_PROPERTY)
+        if text:
+            risks[table.name] = json.loads(text)
+    return risks
+
+
+def _last_batch(commits: Path) -> int | None:
+    ids = [int(p.name) for p in commits.glob("*") if p.name.isdigit()] if commits.is_dir() else []
+    return max(ids, default=None)
+
+
+def _batch_end_offsets(spark_folder: Path, batch: int | None) -> dict[str, dict[str, int]]:
+    """The Kafka offsets a committed batch ended at, from Spark's offset log.
+
+    The log file holds a version line, the batch's metadata, then one JSON line per
+    source; eventlake's streams have one source, the Kafka topics.
+    """
+    if batch is None:
+        return {}
+    lines = (spark_folder / "offsets" / str(batch)).read_text().splitlines()
+    offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].startswith("{") else {}
+    return {
+        topic: {str(p): int(o) for p, o in partitions.items()}
+        for topic, partitions in offsets.items()
+    }
+
+
+def _latest_offsets(
+    settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...], timeout: float
+) -> dict[str, dict[int, int]]:
+    """Kafka's end offset of every partition of every topic the checkpoints read."""
+    from eventlake.compaction import topic_offsets
+    from eventlake.kafka import make_admin
+
+    listed = make_admin(settings).list_topics(timeout=timeout).topics
+    wanted = {
+        topic
+        for topic in listed
+        if not topic.startswith("__")
+        and any(status.reads(topic) for status in statuses)
+        and (not topics or topic in topics)
+    }
+    return {topic: topic_offsets(settings, topic, timeout=timeout)[1] for topic in sorted(wanted)}
+
+
+def _with_positions(
+    status: CheckpointStatus, latest: dict[str, dict[int, int]], topics: tuple[str, ...]
+) -> CheckpointStatus:
+    written = {(p.topic, p.partition): p.current_offset for p in status.positions}
+    keys = set(written)
+    keys |= {
+        (topic, partition)
+        for topic, partitions in latest.items()
+        if status.reads(topic)
+        for partition in partitions
+    }
+    positions = tuple(
+        PartitionPosition(
+            topic, partition, latest.get(topic, {}).get(partition), written.get((topic, partition))
+        )
+        for topic, partition in sorted(keys)
+        if not topics or topic in topics
+    )
+    return CheckpointStatus(
+        name=status.name,
+        source=status.source,
+        last_batch=status.last_batch,
+        last_batch_at=status.last_batch_at,
+        holder=status.holder,
+        positions=positions,
+    )
+
+
+def _heading(status: CheckpointStatus, now: datetime) -> str:
+    if status.holder is None:
+        running = "not running"
+    else:
+        holder = status.holder
+        kind = "stream" if status.is_stream else "run"
+        trigger = f" ({holder['trigger']})" if holder.get("trigger") else ""
+        running = (
+            f"{kind}{trigger} held by pid {holder.get('pid', '?')} on "
+            f"{holder.get('host', '?')} since {holder.get('since', '?')}"
+        )
+    if status.last_batch is None or status.last_batch_at is None:
+        last = "no batch committed yet"
+    else:
+        age = max((now - status.last_batch_at).total_seconds(), 0.0)
+        last = (
+            f"last batch {status.last_batch} committed "
+            f"{status.last_batch_at.isoformat(timespec='seconds')} ({_age(age)} ago)"
+        )
+    return f"{status.name} [{status.job}, {status.source}]: {running}; {last}"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _number(value: int | None) -> str:
+    return "?" if value is None else str(value)

@@ -1,0 +1,127 @@
+"""eventlake.status: what each checkpoint has written, against Kafka's latest offsets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pyspark.sql import SparkSession
+
+from eventlake.broker import LocalBroker
+from eventlake.checkpoint import hold_checkpoint
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import create_topic
+from eventlake.settings import Settings
+from eventlake.state import record_compaction_risk, state_path
+from eventlake.status import CheckpointStatus, streams_reading, warehouse_status
+from tests.helpers import produce_events
+
+
+def _ingested(spark: SparkSession, settings: Settings, topic: str, count: int) -> str:
+    """Ingest ``count`` records of a new 2-partition topic; the checkpoint's name."""
+    create_topic(settings, topic, partitions=2)
+    produce_events(settings, topic, count)
+    request = IngestRequest(topics=(topic,))
+    run_ingest(spark, settings, request)
+    return request.default_checkpoint_name()
+
+
+def test_status_gives_written_latest_and_lag_per_partition(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    name = _ingested(spark, warehouse_settings, topic_name, 30)
+    produce_events(warehouse_settings, topic_name, 6, prefix="late")
+
+    (status,) = warehouse_status(warehouse_settings).checkpoints
+
+    assert status.name == name and status.job == "ingest" and status.holder is None
+    assert status.last_batch is not None and status.last_batch_at is not None
+    assert {p.partition for p in status.positions} == {0, 1}
+    assert sum(p.current_offset or 0 for p in status.positions) == 30
+    assert sum(p.log_end_offset or 0 for p in status.positions) == 36
+    assert sum(p.lag or 0 for p in status.positions) == 6
+
+
+def test_status_names_the_stream_holding_a_checkpoint(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    name = _ingested(spark, warehouse_settings, topic_name, 4)
+    checkpoint = warehouse_settings.checkpoints / name
+
+    with hold_checkpoint(checkpoint, job="ingest", trigger="processing-time=1 second"):
+        streams = streams_reading(warehouse_settings, topic_name)
+        rendered = warehouse_status(warehouse_settings).render()
+
+    assert [s.name for s in streams] == [name]
+    assert "stream (processing-time=1 second) held by pid" in rendered
+    assert streams_reading(warehouse_settings, topic_name) == []
+
+
+def test_an_available_now_run_holding_a_checkpoint_is_not_a_stream(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    name = _ingested(spark, warehouse_settings, topic_name, 4)
+
+    with hold_checkpoint(
+        warehouse_settings.checkpoints / name, job="ingest", trigger="available-now"
+    ):
+        assert streams_reading(warehouse_settings, topic_name) == []
+
+
+def test_a_pattern_source_reads_topics_it_fully_matches() -> None:
+    status = CheckpointStatus("c", r"pattern:demo\.stream\..*", None, None, None)
+
+    assert status.reads("demo.stream.clicks")
+    assert not status.reads("x.demo.stream.clicks")
+    assert not CheckpointStatus("c", "topics:a,b", None, None, None).reads("ab")
+
+
+def test_status_reports_a_recorded_compaction_risk(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    path = str(state_path(warehouse_settings, "customers"))
+    spark.range(1).write.format("delta").save(path)
+    record_compaction_risk(spark, path, {"found_at": "2026-11-24T05:00:00+00:00"})
+
+    report = warehouse_status(warehouse_settings, ask_kafka=False)
+
+    assert report.compaction_risks == {"customers": {"found_at": "2026-11-24T05:00:00+00:00"}}
+    assert "eventlake reconcile --topic customers" in report.render()
+
+
+def test_status_without_kafka_still_shows_what_was_written(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    _ingested(spark, warehouse_settings, topic_name, 8)
+    unreachable = warehouse_settings.model_copy(update={"bootstrap_servers": "127.0.0.1:9"})
+
+    report = warehouse_status(unreachable, kafka_timeout=2.0)
+
+    assert report.kafka_error
+    assert sum(p.current_offset or 0 for p in report.checkpoints[0].positions) == 8
+    assert "log end offsets unknown" in report.render()
+
+
+def test_the_status_command_prints_json(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    name = _ingested(spark, warehouse_settings, topic_name, 5)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "EVENTLAKE_BOOTSTRAP_SERVERS": warehouse_settings.bootstrap_servers,
+        "EVENTLAKE_WAREHOUSE": str(warehouse_settings.warehouse),
+    }
+
+    done = subprocess.run(
+        [sys.executable, "-m", "eventlake.cli", "status", "--json", "--topic", topic_name],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    (checkpoint,) = json.loads(done.stdout)["checkpoints"]
+    assert checkpoint["name"] == name
+    assert sum(p["lag"] for p in checkpoint["partitions"]) == 0
