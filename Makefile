@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help setup system-packages venv jars test-jvm demo demo-ui test lint test-faults bench bench-5m clean stop
+.PHONY: help setup system-packages venv jars test-jvm demo demo-ui test lint test-faults bench bench-5m bench-latency clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -17,7 +17,8 @@ help:
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
 	@echo "make test-jvm - the JUnit tests of the JVM decoder (lib/jvm)"
-	@echo "make bench  - benchmarks at N=100k and 1M (results/); make bench-5m for N=1M and 5M"
+	@echo "make bench  - benchmarks at N=100k and 1M, then streaming latency (results/)"
+	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
@@ -90,6 +91,12 @@ test: setup lint test-jvm
 # Benchmarks: not part of `make test` (a 2,000-event smoke run is). Results in results/.
 bench: setup
 	$(PY) tests/benchmarks/bench.py --sizes 100000 1000000 --repeats 3
+	$(PY) tests/benchmarks/latency.py
+
+# A running stream against a producer at 1,000 and 20,000 events/s (and 20,000 with
+# --state), 5 minutes each: time until a record is visible in Delta, lag, stop.
+bench-latency: setup
+	$(PY) tests/benchmarks/latency.py
 
 bench-5m: setup
 	$(PY) tests/benchmarks/bench.py --sizes 1000000 5000000 --repeats 3

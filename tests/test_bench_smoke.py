@@ -29,6 +29,7 @@ from tests.benchmarks.bench import (
     STARTUP_GOALS,
     run_bench,
 )
+from tests.benchmarks.latency import Scenario, run_latency
 
 N = 2000
 #: The jobs of the run inside ``make test``.
@@ -151,3 +152,20 @@ def test_bench_runs_every_job(
         _run(broker, warehouse_settings, tmp_path, every), warehouse_settings, every
     )
     assert {QUALITY, INGEST_STATE} <= set(results)
+
+
+def test_latency_bench_sees_every_record_land_and_stops_the_stream(
+    broker: LocalBroker, warehouse_settings: Settings, tmp_path: Path
+) -> None:
+    quick = warehouse_settings.model_copy(update={"driver_java_options": "-XX:TieredStopAtLevel=1"})
+    report = run_latency(quick, [Scenario(50)], duration=10, poll=0.1, seed=1, output=tmp_path)
+
+    (result,) = json.loads(report.read_text())
+    # Every record produced became visible in the events table, each after its timestamp.
+    assert result["produced"] == result["visible"] == 500
+    assert 0 < result["latency_p50"] <= result["latency_p95"] <= result["latency_max"]
+    assert result["stop_exit_status"] == 0
+    assert result["summary_line"].startswith("ingest: read=700 events=700")
+    assert "| 50 | 500 |" in report.with_suffix(".md").read_text()
+    # The scenario's warehouse (and topic) go when it is measured.
+    assert not any(p.is_dir() for p in warehouse_settings.warehouse.glob("latency-*"))
