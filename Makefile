@@ -77,6 +77,7 @@ demo-ui: setup
 
 lint: venv
 	$(VENV)/bin/ruff check lib jobs dags tests
+	$(VENV)/bin/ruff format --check lib jobs dags tests
 	$(VENV)/bin/mypy
 
 # Two pytest-xdist workers: much of the suite waits on a broker, a JVM or a subprocess.

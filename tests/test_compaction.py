@@ -14,6 +14,7 @@ from eventlake.broker import LocalBroker
 from eventlake.compaction import check_compaction
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state, state_path
 from tests.helpers import binary_headers
@@ -147,3 +148,22 @@ def test_fresh_state_within_retention_is_not_at_risk(
     report = check_compaction(spark, warehouse_settings, topic_name)
     assert report.cleanup_policy == "compact" and report.delete_retention_ms == 86_400_000
     assert not report.at_risk
+
+
+def test_the_state_position_ignores_what_republish_rejected(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # Republish writes its own rejects of a topic's records to the same rejects table;
+    # they say nothing about how far ingest (and so the state table) has read.
+    create_topic(warehouse_settings, topic_name, config={"cleanup.policy": "compact"})
+    produce_all(warehouse_settings, topic_name, [(b"a", b"1", binary_headers("a1"))])
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), state=True))
+    produce_all(warehouse_settings, topic_name, [(b"b", b"not an event", [])])
+    request = RepublishRequest(
+        source=topic_name, target=f"{topic_name}.copy", key_mapper="partitionkey"
+    )
+    assert run_republish(spark, warehouse_settings, request).rejected == 1
+
+    report = check_compaction(spark, warehouse_settings, topic_name)
+
+    assert report.next_offsets == {0: 1}

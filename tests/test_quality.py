@@ -439,12 +439,12 @@ def test_new_data_files_drops_deleted_files_but_not_deletion_vector_readds() -> 
         (
             URI_REFERENCE_PATTERN,
             ["/tests", "https://a.example/x?y=1#z", "urn:uuid:1", "//host/p", "a%20b", "x/y:z"],
-            ["not a uri", "%zz", "1abc:x", "a|b", "tab\there"],
+            ["not a uri", "%zz", "1abc:x", "a|b", "tab\there", "/tests\n"],
         ),
         (
             ABSOLUTE_URI_PATTERN,
             ["https://example.com/s.json", "urn:example:s", "tag:acme.com,2024:x?v=1"],
-            ["/schemas/s.json", "s.json", "https://x/y#frag", "http://a b"],
+            ["/schemas/s.json", "s.json", "https://x/y#frag", "http://a b", "urn:example:s\n"],
         ),
         (
             MEDIA_TYPE_PATTERN,
@@ -454,7 +454,14 @@ def test_new_data_files_drops_deleted_files_but_not_deletion_vector_readds() -> 
                 'text/plain;charset="utf-8"',
                 "application/vnd.acme.v1+json",
             ],
-            ["json", "application/", "application/json;", "text/plain; charset", "a b/json"],
+            [
+                "json",
+                "application/",
+                "application/json;",
+                "text/plain; charset",
+                "a b/json",
+                "application/json\n",
+            ],
         ),
     ],
     ids=["uri_reference", "absolute_uri", "media_type"],

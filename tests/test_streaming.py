@@ -4,7 +4,6 @@ progress lines, and the trigger check."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.status import streams_reading
 from eventlake.streaming import trigger_problem
+from tests.fault_tools import Job
 from tests.helpers import produce_events, read_table
 
 #: Seconds a stopped job may take to exit: the batch in progress, then Spark's stop.
@@ -30,14 +30,7 @@ STOP_SECONDS = 60
 
 
 def _job_process(settings: Settings, *arguments: str) -> subprocess.Popen[str]:
-    env = dict(
-        os.environ,
-        EVENTLAKE_BOOTSTRAP_SERVERS=settings.bootstrap_servers,
-        EVENTLAKE_WAREHOUSE=str(settings.warehouse),
-        EVENTLAKE_SHUFFLE_PARTITIONS="2",
-        EVENTLAKE_DRIVER_MEMORY="1g",
-        EVENTLAKE_PROGRESS_SECONDS="1",
-    )
+    env = Job.environment(settings, batch=None) | {"EVENTLAKE_PROGRESS_SECONDS": "1"}
     return subprocess.Popen(
         [
             sys.executable,

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from eventlake.kafka import make_admin
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk, recorded_compaction_risk, state_path
+from eventlake.tables import ingested_next_offsets
 
 TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
 
@@ -78,21 +78,7 @@ def _state_position(
     if not DeltaTable.isDeltaTable(spark, path):
         return {}, None
     last_commit = DeltaTable.forPath(spark, path).history(1).collect()[0]["timestamp"]
-    frames = []
-    for name in ("events", "rejects"):
-        table = str(settings.table_path(name))
-        if DeltaTable.isDeltaTable(spark, table):
-            frames.append(
-                spark.read.format("delta")
-                .load(table)
-                .where(F.col("kafka_topic") == topic)
-                .select("kafka_partition", "kafka_offset")
-            )
-    next_offsets: dict[int, int] = {}
-    if frames:
-        union = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-        for row in union.groupBy("kafka_partition").agg(F.max("kafka_offset").alias("m")).collect():
-            next_offsets[int(row["kafka_partition"])] = int(row["m"]) + 1
+    next_offsets = ingested_next_offsets(spark, settings, topic).get(topic, {})
     return next_offsets, int(last_commit.timestamp() * 1000)
 
 

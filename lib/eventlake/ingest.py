@@ -34,18 +34,26 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
-from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint, hold_checkpoint
+from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, kafka_source_options
-from eventlake.observed import reason_counts
+from eventlake.observed import reason_counts, rejects_lost
 from eventlake.settings import Settings
 from eventlake.state import StateChange, apply_state, reconcile_state
-from eventlake.streaming import AVAILABLE_NOW, StreamSpec, run_stream, trigger_problem
+from eventlake.streaming import (
+    AVAILABLE_NOW,
+    StreamSpec,
+    checkpoint_folder,
+    holding_checkpoint,
+    run_stream,
+    trigger_problem,
+)
 from eventlake.tables import (
     EVENTS,
     REJECTS,
     committed_txn_version,
     ensure_tables,
+    ingested_next_offsets,
     merge_source,
 )
 
@@ -253,16 +261,9 @@ def append_batch(
         return result
     seen_again = Observation()
     append(to_rejects(decode_records(records, seen_again)), rejects_path)
-    again = reason_counts(seen_again, RejectReason)
-    rejects_again = sum(n for reason, n in again.items() if reason is not None)
-    if rejects_again != rejects:
-        # Only Kafka can remove records between two reads of fixed offsets: the log
-        # cleaner of a compacted topic (superseded keys) or retention.
-        result.warnings.append(
-            f"batch {version}: {rejects} rejects on the first read, {rejects_again} "
-            "on the second read of the same offsets (Kafka removed records in between: "
-            f"compaction or retention); {rejects - rejects_again} rejects not stored"
-        )
+    lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
+    if lost:
+        result.warnings.append(f"batch {version}: {lost}")
     return result
 
 
@@ -298,9 +299,7 @@ def _resume_hint(settings: Settings, request: IngestRequest) -> str:
             "Once Kafka answers, rerun the same command: a bounded run inserts only records "
             "not yet in the tables."
         )
-    checkpoint = settings.checkpoints / (
-        request.checkpoint_name or request.default_checkpoint_name()
-    )
+    checkpoint = checkpoint_folder(settings.checkpoints, request)
     return (
         f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
         "command; it resumes after the last committed batch and writes nothing twice."
@@ -330,10 +329,7 @@ def _compaction_warnings(
 def _run_streaming(
     spark: SparkSession, settings: Settings, request: IngestRequest, *, tables_are_new: bool
 ) -> IngestSummary:
-    checkpoint = settings.checkpoints / (
-        request.checkpoint_name or request.default_checkpoint_name()
-    )
-    with hold_checkpoint(checkpoint, job="ingest", trigger=request.trigger):
+    with holding_checkpoint(settings.checkpoints, "ingest", request) as checkpoint:
         return _stream(spark, settings, request, checkpoint, tables_are_new=tables_are_new)
 
 
@@ -464,14 +460,10 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
         seen_again = Observation()
         rejects = merge_source(to_rejects(decode_records(records, seen_again)))
         insert_absent(REJECTS, rejects, f"{match} AND {ours}")
-        again = reason_counts(seen_again, RejectReason)
-        if {r: n for r, n in again.items() if r} != {r: n for r, n in counts.items() if r}:
-            warning = (
-                f"rejects differ between two reads of the same offsets ({counts} then "
-                f"{again}): Kafka removed records in between (compaction or retention)"
-            )
-            print(f"ingest: WARNING {warning}", flush=True)
-            summary.warnings.append(warning)
+        lost = rejects_lost(counts, reason_counts(seen_again, RejectReason))
+        if lost:
+            print(f"ingest: WARNING {lost}", flush=True)
+            summary.warnings.append(lost)
     events.unpersist()
     return summary
 
@@ -485,21 +477,7 @@ def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[st
         >>> next_offsets_from_tables(spark, settings)
         {'orders': {'0': 1200, '1': 1187}}
     """
-    events = spark.read.format("delta").load(str(settings.table_path(EVENTS)))
-    rejects = (
-        spark.read.format("delta")
-        .load(str(settings.table_path(REJECTS)))
-        .where(F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB)
-    )
-    frames = [events.select(*COORDINATES), rejects.select(*COORDINATES)]
-    rows = (
-        frames[0]
-        .unionByName(frames[1])
-        .groupBy("kafka_topic", "kafka_partition")
-        .agg(F.max("kafka_offset").alias("last"))
-        .collect()
-    )
-    offsets: dict[str, dict[str, int]] = {}
-    for row in rows:
-        offsets.setdefault(row["kafka_topic"], {})[str(row["kafka_partition"])] = row["last"] + 1
-    return offsets
+    return {
+        topic: {str(partition): offset for partition, offset in partitions.items()}
+        for topic, partitions in ingested_next_offsets(spark, settings).items()
+    }

@@ -101,3 +101,26 @@ def _metrics(observation: Observation) -> dict[str, Any]:
             )
         time.sleep(0.01)
     return observation.get
+
+
+def rejects_lost(first: dict[str | None, int], second: dict[str | None, int]) -> str | None:
+    """The warning for rejects counted on a batch's first read but not on the second
+    read of the same offsets (which writes them); None when both found as many.
+
+    Only Kafka removes records between two reads of fixed offsets: the log cleaner of a
+    compacted topic (superseded keys) or retention.
+
+    Example:
+        >>> rejects_lost({None: 8, "malformed_json": 2}, {None: 8, "malformed_json": 1})
+        '2 rejects on the first read, 1 on the second read of the same offsets (...)'
+    """
+    rejected, rejected_again = (
+        sum(n for reason, n in counts.items() if reason is not None) for counts in (first, second)
+    )
+    if rejected == rejected_again:
+        return None
+    return (
+        f"{rejected} rejects on the first read, {rejected_again} on the second read of the "
+        "same offsets (Kafka removed records in between: compaction or retention); "
+        f"{rejected - rejected_again} rejects not stored"
+    )

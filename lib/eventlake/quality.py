@@ -119,7 +119,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from eventlake.binding import INGEST_JOB, REQUIRED_ATTRIBUTES, SPEC_VERSION
+from eventlake.binding import REQUIRED_ATTRIBUTES, SPEC_VERSION
 from eventlake.quality_config import (
     CheckName,
     QualityConfig,
@@ -129,7 +129,7 @@ from eventlake.quality_config import (
     load_quality_config,
 )
 from eventlake.settings import Settings
-from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS
+from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS, rejected_by_ingest
 from eventlake.text_table import text_table
 
 DQ_DOCS: Final = "dq_docs"
@@ -140,22 +140,25 @@ SAMPLE_SIZE: Final = 10
 CHECKABLE_TABLES: Final = (EVENTS,)
 COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
 
+# The patterns run in Java (rlike): they end in \z, not $, which would also match before
+# a trailing line break ("/shop\n"); the binding matches whole values for the same reason.
+
 #: RFC 3986 URI-reference: a URI with a scheme, or a relative reference whose first
 #: segment has no colon; only allowed characters and well-formed percent-escapes.
 URI_REFERENCE_PATTERN: Final = (
     r"^(?:[A-Za-z][A-Za-z0-9+.\-]*:|(?![^/?#]*:))"
-    r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#\[\]]|%[0-9A-Fa-f]{2})*$"
+    r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#\[\]]|%[0-9A-Fa-f]{2})*\z"
 )
 #: RFC 3986 section 4.3 absolute-URI: scheme, no fragment.
 ABSOLUTE_URI_PATTERN: Final = (
-    r"^[A-Za-z][A-Za-z0-9+.\-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?\[\]]|%[0-9A-Fa-f]{2})+$"
+    r"^[A-Za-z][A-Za-z0-9+.\-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?\[\]]|%[0-9A-Fa-f]{2})+\z"
 )
 _MEDIA_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+\-]{0,126}"
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z\-]+"
 #: RFC 2046 / 6838 media type: type/subtype, then parameters (token or quoted-string values).
 MEDIA_TYPE_PATTERN: Final = (
     rf"^{_MEDIA_NAME}/{_MEDIA_NAME}"
-    rf"(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\"))*[ \t]*$"
+    rf"(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\"))*[ \t]*\z"
 )
 
 #: Derived columns the expectations look at besides the table's own.
@@ -497,7 +500,7 @@ def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: b
 
 def with_topic_columns(frame: DataFrame, rules: TopicRules) -> DataFrame:
     """Add the columns of per-topic rules: invalid extension names and the partitionkey."""
-    name_pattern = f"^[a-z0-9]{{1,{rules.max_extension_name_length}}}$"
+    name_pattern = f"^[a-z0-9]{{1,{rules.max_extension_name_length}}}\\z"
     bad_names = F.filter(F.map_keys("extensions"), lambda name: ~name.rlike(name_pattern))
     return frame.withColumns(
         {
@@ -1004,7 +1007,7 @@ def run_checks(
     rejects = (
         # Only the ingest job's rejects: republish records its own reads of a topic too.
         # (Rows written before rejected_by existed have it null; they were ingest's.)
-        rejects_slice.frame.where(F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB)
+        rejects_slice.frame.where(rejected_by_ingest())
         if rejects_slice
         else spark.createDataFrame([], "kafka_topic string, kafka_partition int, kafka_offset long")
     )

@@ -72,7 +72,7 @@ from eventlake.binding import (
     decode_records,
     to_rejects,
 )
-from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
+from eventlake.checkpoint import claim_checkpoint
 from eventlake.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
@@ -90,9 +90,16 @@ from eventlake.kafka import (
     make_admin,
     write_to_kafka,
 )
-from eventlake.observed import observe_reasons, reason_counts
+from eventlake.observed import observe_reasons, reason_counts, rejects_lost
 from eventlake.settings import Settings
-from eventlake.streaming import AVAILABLE_NOW, StreamSpec, run_stream, trigger_problem
+from eventlake.streaming import (
+    AVAILABLE_NOW,
+    StreamSpec,
+    checkpoint_folder,
+    holding_checkpoint,
+    run_stream,
+    trigger_problem,
+)
 from eventlake.tables import REJECTS, committed_txn_version, table_schemas
 
 KEEP: Final = "keep"
@@ -616,22 +623,6 @@ def _plan_observed(
     return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
 
 
-def _reject_mismatch(first: dict[str | None, int], second: dict[str | None, int]) -> str | None:
-    """A warning when two reads of the same offsets found different rejects."""
-    rejected, rejected_again = (
-        sum(n for reason, n in c.items() if reason is not None) for c in (first, second)
-    )
-    if rejected == rejected_again:
-        return None
-    # Only Kafka can remove records between two reads of fixed offsets: the log cleaner
-    # of a compacted topic (superseded keys) or retention.
-    return (
-        f"{rejected} rejects on the first read, {rejected_again} on the second read of the "
-        "same offsets (Kafka removed records in between: compaction or retention); "
-        f"{rejected - rejected_again} rejects not stored"
-    )
-
-
 def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
     from delta.tables import DeltaTable
 
@@ -683,9 +674,7 @@ def run_republish(
 def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
     if request.bounded:
         return "Once Kafka answers, rerun the same command (delivery is at least once)."
-    checkpoint = settings.checkpoints / (
-        request.checkpoint_name or request.default_checkpoint_name()
-    )
+    checkpoint = checkpoint_folder(settings.checkpoints, request)
     return (
         f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
         "command; it resumes after the last committed batch (records of the interrupted "
@@ -700,10 +689,7 @@ def _run_streaming(
     rejects_path: str,
     compacted: bool,
 ) -> RepublishSummary:
-    checkpoint = settings.checkpoints / (
-        request.checkpoint_name or request.default_checkpoint_name()
-    )
-    with hold_checkpoint(checkpoint, job="republish", trigger=request.trigger):
+    with holding_checkpoint(settings.checkpoints, "republish", request) as checkpoint:
         return _stream(spark, settings, request, checkpoint, rejects_path, compacted)
 
 
@@ -738,7 +724,7 @@ def _stream(
             )
             idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
             rejects.write.format("delta").mode("append").options(**idempotent).save(rejects_path)
-            warning = _reject_mismatch(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+            warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
             if warning:
                 print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
         summary.add_batch(counts)
@@ -781,7 +767,7 @@ def _run_bounded(
             _plan_observed(records, request, compacted, seen_again), request.target
         ).join(existing, list(_REJECT_COORDINATES), "left_anti")
         new_rejects.write.format("delta").mode("append").save(rejects_path)
-        warning = _reject_mismatch(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+        warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
         if warning:
             print(f"republish: WARNING {warning}", flush=True)
     summary = RepublishSummary(source=request.source, target=request.target)

@@ -29,11 +29,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Final
+from typing import Final, Protocol
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+from eventlake.checkpoint import hold_checkpoint
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
@@ -55,6 +57,41 @@ def trigger_problem(trigger: str) -> str | None:
         f"Unknown trigger {trigger!r}: use 'available-now' or "
         "'processing-time=<interval>' (e.g. processing-time=30 seconds)."
     )
+
+
+class CheckpointedRun(Protocol):
+    """What a streaming job's request tells about its checkpoint (ingest, republish)."""
+
+    @property
+    def checkpoint_name(self) -> str | None: ...
+
+    @property
+    def trigger(self) -> str: ...
+
+    def default_checkpoint_name(self) -> str: ...
+
+
+def checkpoint_folder(checkpoints: Path, run: CheckpointedRun) -> Path:
+    """The run's checkpoint: ``--checkpoint-name``, else the job's default for its source.
+
+    Example:
+        >>> checkpoint_folder(settings.checkpoints, IngestRequest(topics=("orders",)))
+        PosixPath('/wh/_checkpoints/ingest-topics_orders')
+    """
+    return checkpoints / (run.checkpoint_name or run.default_checkpoint_name())
+
+
+@contextmanager
+def holding_checkpoint(checkpoints: Path, job: str, run: CheckpointedRun) -> Iterator[Path]:
+    """Hold the run's checkpoint folder (one stream per checkpoint) while the block runs.
+
+    Example:
+        >>> with holding_checkpoint(settings.checkpoints, "ingest", request) as checkpoint:
+        ...     run_stream(spark, StreamSpec("ingest", options, checkpoint), write_batch)
+    """
+    folder = checkpoint_folder(checkpoints, run)
+    with hold_checkpoint(folder, job=job, trigger=run.trigger):
+        yield folder
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from functools import partial
 from typing import Final, TypeVar
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -33,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from eventlake.binding import decode_records, to_events, to_rejects
+from eventlake.binding import INGEST_JOB, decode_records, to_events, to_rejects
 from eventlake.settings import Settings
 
 T = TypeVar("T")
@@ -226,3 +227,49 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
             attempts=5,
         )
     return new
+
+
+def rejected_by_ingest() -> Column:
+    """The rows of ``rejects`` that ingest wrote (republish writes its own rejects of the
+    same records there too). Rows from before ``rejected_by`` existed were ingest's.
+
+    Example:
+        >>> rejects.where(rejected_by_ingest()).count()
+        3
+    """
+    return F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
+
+
+def ingested_next_offsets(
+    spark: SparkSession, settings: Settings, topic: str | None = None
+) -> dict[str, dict[int, int]]:
+    """Per topic (only ``topic`` when given) and partition, the offset after the last
+    record ingest landed, in events or (its own) rejects.
+
+    Example:
+        >>> ingested_next_offsets(spark, settings, "orders")
+        {'orders': {0: 1200, 1: 1187}}
+    """
+    frames = []
+    for name in (EVENTS, REJECTS):
+        path = settings.table_path(name)
+        if not (path / "_delta_log").is_dir():
+            continue
+        frame = spark.read.format("delta").load(str(path))
+        if name == REJECTS:
+            frame = frame.where(rejected_by_ingest())
+        if topic is not None:
+            frame = frame.where(F.col("kafka_topic") == topic)
+        frames.append(frame.select("kafka_topic", "kafka_partition", "kafka_offset"))
+    if not frames:
+        return {}
+    union = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    rows = (
+        union.groupBy("kafka_topic", "kafka_partition")
+        .agg(F.max("kafka_offset").alias("last"))
+        .collect()
+    )
+    offsets: dict[str, dict[int, int]] = {}
+    for row in rows:
+        offsets.setdefault(row["kafka_topic"], {})[int(row["kafka_partition"])] = row["last"] + 1
+    return offsets

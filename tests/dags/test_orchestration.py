@@ -188,9 +188,7 @@ def test_quality_params_map_to_check_arguments() -> None:
     assert params.application_args() == ["--table", "events", "--full", "--topic", "orders"]
 
 
-@pytest.mark.parametrize(
-    "params", [{"full": "yes"}, {"topic": "bad topic"}, {"topic": 3}], ids=str
-)
+@pytest.mark.parametrize("params", [{"full": "yes"}, {"topic": "bad topic"}, {"topic": 3}], ids=str)
 def test_bad_quality_params_are_refused(params: dict[str, object]) -> None:
     with pytest.raises(OrchestrationError):
         QualityParams.from_params(params)
