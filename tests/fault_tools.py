@@ -30,6 +30,7 @@ from confluent_kafka import KafkaError, Message
 
 from eventlake.kafka import create_topic, make_producer
 from eventlake.settings import Settings
+from eventlake.streaming import SPARK_FOLDER
 from tests.helpers import binary_headers, structured_value
 
 JSON_CT = ("content-type", b"application/cloudevents+json")
@@ -423,7 +424,7 @@ def kill_at_random(job: Job, rng: random.Random, *, after_batches: int, label: s
 
 def committed_batches(settings: Settings, checkpoint_name: str) -> int:
     """Micro-batches a streaming query has committed in its checkpoint so far."""
-    commits = settings.checkpoints / checkpoint_name / "spark" / "commits"
+    commits = settings.checkpoints / checkpoint_name / SPARK_FOLDER / "commits"
     if not commits.is_dir():
         return 0
     return sum(1 for entry in os.listdir(commits) if entry.isdigit())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,8 @@ from typing import Any
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
 from eventlake.settings import Settings
 from eventlake.state import COMPACTION_RISK_PROPERTY, STATE_FOLDER
-from eventlake.streaming import PROCESSING_TIME_PREFIX
+from eventlake.streaming import PROCESSING_TIME_PREFIX, SPARK_FOLDER
 from eventlake.text_table import text_table
-
-#: Spark's own checkpoint data inside an eventlake checkpoint folder (see streaming.py).
-SPARK_FOLDER = "spark"
 
 
 @dataclass(frozen=True)
@@ -177,15 +174,7 @@ def warehouse_status(
         >>> [s.name for s in warehouse_status(settings, topics=("orders",)).checkpoints]
         ['ingest-topics_orders', 'republish-orders-orders.bykey']
     """
-    statuses = [
-        status
-        for status in (
-            read_checkpoint(folder)
-            for folder in sorted(settings.checkpoints.glob("*"))
-            if (folder / IDENTITY_FILE).is_file()
-        )
-        if not topics or any(status.reads(topic) for topic in topics)
-    ]
+    statuses = checkpoint_statuses(settings, topics)
     report = WarehouseStatus(compaction_risks=compaction_risks(settings, topics))
     if not ask_kafka:
         report.checkpoints = statuses
@@ -207,8 +196,23 @@ def streams_reading(settings: Settings, topic: str) -> list[CheckpointStatus]:
         >>> [s.name for s in streams_reading(settings, "demo.stream.clicks")]
         ['ingest-pattern_demo._.stream_.._']
     """
-    report = warehouse_status(settings, topics=(topic,), ask_kafka=False)
-    return [status for status in report.checkpoints if status.is_stream]
+    return [status for status in checkpoint_statuses(settings, (topic,)) if status.is_stream]
+
+
+def checkpoint_statuses(settings: Settings, topics: tuple[str, ...] = ()) -> list[CheckpointStatus]:
+    """Every checkpoint of the warehouse (those reading one of ``topics``, when given),
+    from its files alone: no Kafka offsets yet.
+
+    Example:
+        >>> [s.name for s in checkpoint_statuses(settings)]
+        ['ingest-topics_orders']
+    """
+    statuses = [
+        read_checkpoint(folder)
+        for folder in sorted(settings.checkpoints.glob("*"))
+        if (folder / IDENTITY_FILE).is_file()
+    ]
+    return [s for s in statuses if not topics or any(s.reads(topic) for topic in topics)]
 
 
 def read_checkpoint(folder: Path) -> CheckpointStatus:
@@ -312,14 +316,7 @@ def _with_positions(
         for topic, partition in sorted(keys)
         if not topics or topic in topics
     )
-    return CheckpointStatus(
-        name=status.name,
-        source=status.source,
-        last_batch=status.last_batch,
-        last_batch_at=status.last_batch_at,
-        holder=status.holder,
-        positions=positions,
-    )
+    return replace(status, positions=positions)
 
 
 def _heading(status: CheckpointStatus, now: datetime) -> str:

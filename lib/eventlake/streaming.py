@@ -39,6 +39,8 @@ from eventlake.checkpoint import hold_checkpoint
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
+#: Spark's own checkpoint data, inside eventlake's checkpoint folder (beside its identity).
+SPARK_FOLDER: Final = "spark"
 #: How often the runner looks at the query (stop requests, progress lines).
 POLL_SECONDS: Final = 1
 _STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
@@ -194,7 +196,7 @@ def run_stream(
         .options(**spec.options)
         .load()
         .writeStream.foreachBatch(stopper.guard(write_batch))
-        .option("checkpointLocation", str(spec.checkpoint / "spark"))
+        .option("checkpointLocation", str(spec.checkpoint / SPARK_FOLDER))
         .queryName(spec.checkpoint.name)
     )
     if spec.trigger == AVAILABLE_NOW:
