@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import RejectReason
+from eventlake.batch_commits import VERSIONS_FILE, BatchCommits
+from eventlake.binding import RejectReason, decode_records, to_events
 from eventlake.broker import LocalBroker
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, append_batch, run_ingest
@@ -175,6 +176,15 @@ def _kafka_rows(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
 
 
+def _commits(spark: SparkSession, settings: Settings) -> BatchCommits:
+    """The batch commits of one run of the stream "app-1"."""
+    folder = settings.checkpoints / "app-1"
+    folder.mkdir(parents=True, exist_ok=True)
+    fresh = not (folder / VERSIONS_FILE).exists()
+    tables = [str(settings.table_path(name)) for name in (EVENTS, REJECTS)]
+    return BatchCommits.open(spark, folder, "app-1", tables, fresh=fresh)
+
+
 def _append(
     spark: SparkSession,
     settings: Settings,
@@ -183,10 +193,11 @@ def _append(
     *,
     hold: bool = False,
 ) -> BatchResult:
+    """One run's first batch: a replay of ``version`` if a run before this one wrote it."""
     return append_batch(
         spark,
         _kafka_rows(spark) if records is None else records,
-        app_id="app-1",
+        commits=_commits(spark, settings),
         version=version,
         events_path=str(settings.table_path(EVENTS)),
         rejects_path=str(settings.table_path(REJECTS)),
@@ -210,15 +221,17 @@ def test_a_batch_whose_events_were_committed_before_a_crash_still_writes_its_rej
 ) -> None:
     ensure_tables(spark, warehouse_settings)
     events_path = str(warehouse_settings.table_path(EVENTS))
-    # The crash came after the events append of batch 7: Delta has its transaction.
-    spark.read.format("delta").load(events_path).limit(0).write.format("delta").mode(
-        "append"
-    ).options(txnAppId="app-1", txnVersion=7).save(events_path)
+    # The crash came after the events append of batch 7: its commit names the batch.
+    crashed_run = _commits(spark, warehouse_settings)
+    crashed_run.before_append(spark, events_path)
+    to_events(decode_records(_kafka_rows(spark))).write.format("delta").mode("append").options(
+        **crashed_run.options(7)
+    ).save(events_path)
 
     result = _append(spark, warehouse_settings, 7)
 
     assert result.counts == {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
-    assert read_table(spark, warehouse_settings, "events").count() == 0
+    assert read_table(spark, warehouse_settings, "events").count() == 2
     assert read_table(spark, warehouse_settings, "rejects").count() == 1
 
 

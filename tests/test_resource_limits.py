@@ -128,16 +128,17 @@ def run(
 
 
 def _delta_batches(table: Path) -> dict[int, int]:
-    """Rows appended per micro-batch, from the Delta log: txn.version -> numOutputRows."""
+    """Rows appended per micro-batch, from the Delta log: the batch its commit names
+    (userMetadata) -> numOutputRows."""
     appended: dict[int, int] = {}
     for commit in sorted((table / "_delta_log").glob("*.json")):
         actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
-        versions = [a["txn"]["version"] for a in actions if "txn" in a]
-        if not versions:
-            continue  # the table's creation
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        if "userMetadata" not in info:
+            continue  # the table's creation
+        batch = json.loads(info["userMetadata"])["eventlake_batch"]
         rows = int(info.get("operationMetrics", {}).get("numOutputRows", 0))
-        appended[versions[0]] = appended.get(versions[0], 0) + rows
+        appended[batch] = appended.get(batch, 0) + rows
     return appended
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from eventlake.settings import Settings
-from eventlake.tables import REJECTS, committed_txn_version, ensure_tables, table_schemas
+from eventlake.tables import REJECTS, ensure_tables, table_schemas
 
 
 def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(
@@ -21,18 +21,3 @@ def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(
 
     columns = spark.read.format("delta").load(path).columns
     assert columns == [f.name for f in old_schema] + ["rejected_by"]
-
-
-def test_committed_txn_version_is_the_last_idempotent_write_of_that_app(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(REJECTS))
-    empty = spark.read.format("delta").load(path).limit(0)
-    for version in (3, 4):
-        empty.write.format("delta").mode("append").options(
-            txnAppId="app-a", txnVersion=version
-        ).save(path)
-
-    assert committed_txn_version(spark, path, "app-a") == 4
-    assert committed_txn_version(spark, path, "app-b") is None

@@ -3,9 +3,9 @@
 Two ways to run, one decode and write path:
 
 * streaming (Structured Streaming, ``available-now`` or ``processing-time=<interval>``):
-  progress lives in a checkpoint; each micro-batch is appended to both tables with
-  Delta's idempotent writes (``txnAppId`` = the checkpoint's app id, ``txnVersion`` =
-  the batch id), so a batch replayed after a crash is not written twice;
+  progress lives in a checkpoint; each micro-batch's commits name the batch
+  (:mod:`eventlake.batch_commits`), so a batch replayed after a crash is not written
+  twice;
 * bounded batch (explicit ending offsets, for backfills and replays): the records are
   merged into the tables on their Kafka coordinates, inserting only what is absent, so
   a replay of a range already ingested adds nothing.
@@ -27,12 +27,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.batch_commits import BatchCommits
 from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
@@ -51,7 +51,6 @@ from eventlake.streaming import (
 from eventlake.tables import (
     EVENTS,
     REJECTS,
-    committed_txn_version,
     ensure_tables,
     ingested_next_offsets,
     merge_source,
@@ -199,14 +198,14 @@ def append_batch(
     spark: SparkSession,
     records: DataFrame,
     *,
-    app_id: str,
+    commits: BatchCommits,
     version: int,
     events_path: str,
     rejects_path: str,
     hold: bool = False,
 ) -> BatchResult:
     """Append one batch of Kafka rows to the events and rejects tables, exactly once per
-    (``app_id``, ``version``), and count it by reason.
+    batch ``version`` of the stream ``commits`` belongs to, and count it by reason.
 
     One pass reads, decodes, writes the events and counts; only a batch with rejects is
     read a second time, for the rejects. Holding every batch in a cache instead cost more
@@ -215,21 +214,17 @@ def append_batch(
     returned as ``result.held``; the caller unpersists it.
 
     Example:
-        >>> append_batch(spark, batch, app_id="a1", version=7, events_path=e, rejects_path=r)
+        >>> append_batch(spark, batch, commits=commits, version=7, events_path=e, rejects_path=r)
         BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], held=None)
     """
     # An empty batch (a new stream's first, on a topic with nothing new) costs one small
     # read here instead of a Delta commit, which in a fresh process takes seconds.
     if records.isEmpty():
         return BatchResult({})
-    idempotent: dict[str, Any] = {"txnAppId": app_id, "txnVersion": version}
 
     def append(rows: DataFrame, path: str) -> None:
-        rows.write.format("delta").mode("append").options(**idempotent).save(path)
-
-    def done(path: str) -> bool:
-        committed = committed_txn_version(spark, path, app_id)
-        return committed is not None and committed >= version
+        commits.before_append(spark, path)
+        rows.write.format("delta").mode("append").options(**commits.options(version)).save(path)
 
     seen = Observation()
     decoded = decode_records(records, seen)
@@ -242,10 +237,11 @@ def append_batch(
                 "kafka_headers": F.when(rejected, F.col("kafka_headers")),
             }
         ).persist(StorageLevel.MEMORY_AND_DISK)
-    # Delta skips an append it has committed before (a batch replayed after a crash)
-    # without running a job, and an observation is filled only by a job that runs.
-    rejects_done = done(rejects_path)
-    if not done(events_path):
+    # A replayed batch (after a crash) skips the appends it committed before; the counts
+    # then come from a pass that writes nothing, since an observation is filled only by a
+    # job that runs.
+    rejects_done = commits.committed(spark, rejects_path, version)
+    if not commits.committed(spark, events_path, version):
         append(to_events(decoded), events_path)
     elif not rejects_done:
         append(to_rejects(decoded), rejects_path)
@@ -350,8 +346,12 @@ def _stream(
         and request.starting_offsets == "earliest"
     ):
         _refuse_silent_replay(spark, settings, request, checkpoint.name)
+    fresh = not (checkpoint / IDENTITY_FILE).exists()
     identity = claim_checkpoint(
         checkpoint, source=request.source_description, targets=[events_path, rejects_path]
+    )
+    commits = BatchCommits.open(
+        spark, checkpoint, identity.app_id, [events_path, rejects_path], fresh=fresh
     )
     summary = IngestSummary()
 
@@ -360,7 +360,7 @@ def _stream(
         result = append_batch(
             spark,
             batch,
-            app_id=identity.app_id,
+            commits=commits,
             version=batch_id,
             events_path=events_path,
             rejects_path=rejects_path,

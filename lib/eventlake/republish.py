@@ -34,7 +34,7 @@ without key for a compacted target (the broker would refuse it).
 Delivery to Kafka is at least once (Spark's Kafka sink): after a crash a batch may be
 written again. Downstream ingest stays correct because events are unique by (source,
 id) and state tables keep the last record per key. Rejects are written exactly once:
-streaming batches with Delta's idempotent writes (checkpoint app id + batch id),
+streaming batches by commits that name the batch (:mod:`eventlake.batch_commits`),
 bounded runs by inserting only rows not yet in the table. Per-entity order is kept
 where the source has one: records of one source partition are written in offset order.
 
@@ -54,11 +54,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.batch_commits import BatchCommits
 from eventlake.binding import (
     ATTRIBUTE_NAME_PATTERN,
     CE_PREFIX,
@@ -72,7 +73,7 @@ from eventlake.binding import (
     decode_records,
     to_rejects,
 )
-from eventlake.checkpoint import claim_checkpoint
+from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
@@ -100,7 +101,7 @@ from eventlake.streaming import (
     run_stream,
     trigger_problem,
 )
-from eventlake.tables import REJECTS, committed_txn_version, table_schemas
+from eventlake.tables import REJECTS, table_schemas
 
 KEEP: Final = "keep"
 PARTITIONKEY: Final = "partitionkey"
@@ -701,29 +702,32 @@ def _stream(
     rejects_path: str,
     compacted: bool,
 ) -> RepublishSummary:
+    fresh = not (checkpoint / IDENTITY_FILE).exists()
     identity = claim_checkpoint(
         checkpoint,
         source=f"topic:{request.source}",
         targets=[f"kafka:{request.target}", rejects_path],
     )
+    commits = BatchCommits.open(spark, checkpoint, identity.app_id, [rejects_path], fresh=fresh)
     summary = RepublishSummary(source=request.source, target=request.target)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # One pass writes the records and counts them; only a batch with rejects is read
         # again, for the rejects. A replay after a crash writes the Kafka records again
-        # (at least once) and skips rejects already committed (same app id and version).
+        # (at least once) and skips rejects already committed (eventlake.batch_commits).
         seen = Observation()
         _write_kafka(settings, request, _plan_observed(batch, request, compacted, seen))
         counts = reason_counts(seen, REPUBLISH_REASONS)
-        committed = committed_txn_version(spark, rejects_path, identity.app_id)
         has_rejects = any(reason is not None for reason in counts)
-        if has_rejects and (committed is None or committed < batch_id):
+        if has_rejects and not commits.committed(spark, rejects_path, batch_id):
             seen_again = Observation()
             rejects = planned_rejects(
                 _plan_observed(batch, request, compacted, seen_again), request.target
             )
-            idempotent: dict[str, Any] = {"txnAppId": identity.app_id, "txnVersion": batch_id}
-            rejects.write.format("delta").mode("append").options(**idempotent).save(rejects_path)
+            commits.before_append(spark, rejects_path)
+            rejects.write.format("delta").mode("append").options(**commits.options(batch_id)).save(
+                rejects_path
+            )
             warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
             if warning:
                 print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)

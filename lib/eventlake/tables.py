@@ -153,24 +153,6 @@ def merge_source(rows: DataFrame) -> DataFrame:
     return rows.localCheckpoint(eager=True)
 
 
-def committed_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
-    """The last ``txnVersion`` committed to the Delta table at ``path`` by writes with
-    ``txnAppId`` = ``app_id`` (None: none yet).
-
-    Delta skips such a write, without running any Spark job, when its version is not
-    above this one: a caller that counts rows while writing needs to know beforehand.
-
-    Example:
-        >>> committed_txn_version(spark, events_path, identity.app_id)
-        41
-    """
-    # Delta's Python API does not expose the table's transactions; its snapshot does.
-    delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
-    snapshot = delta_log.forTableWithSnapshot(spark._jsparkSession, path)._2()
-    version = snapshot.transactions().get(app_id)
-    return int(version.get()) if version.isDefined() else None
-
-
 def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
     """Create the events and rejects tables where they do not exist yet; add the columns
     a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``).
