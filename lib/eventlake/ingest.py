@@ -203,6 +203,7 @@ def append_batch(
     events_path: str,
     rejects_path: str,
     hold: bool = False,
+    skip_if_empty: bool = True,
 ) -> BatchResult:
     """Append one batch of Kafka rows to the events and rejects tables, exactly once per
     batch ``version`` of the stream ``commits`` belongs to, and count it by reason.
@@ -218,8 +219,10 @@ def append_batch(
         BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], held=None)
     """
     # An empty batch (a new stream's first, on a topic with nothing new) costs one small
-    # read here instead of a Delta commit, which in a fresh process takes seconds.
-    if records.isEmpty():
+    # read here instead of Delta's write path, which in a fresh process takes seconds.
+    # Later batches skip the check: Spark starts no batch without records then, and an
+    # empty append commits nothing.
+    if skip_if_empty and records.isEmpty():
         return BatchResult({})
 
     def append(rows: DataFrame, path: str) -> None:
@@ -356,6 +359,7 @@ def _stream(
     summary = IngestSummary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
+        first_of_run = summary.batches == 0
         state_topics = _state_topics(settings, request, batch)
         result = append_batch(
             spark,
@@ -365,6 +369,7 @@ def _stream(
             events_path=events_path,
             rejects_path=rejects_path,
             hold=bool(state_topics),
+            skip_if_empty=first_of_run,
         )
         for warning in result.warnings:
             print(f"ingest: WARNING {warning}", flush=True)

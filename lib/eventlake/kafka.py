@@ -278,6 +278,8 @@ def kafka_source_options(
             # Gaps from compaction and transaction markers are skipped by the source;
             # offsets gone below the log start are real loss and must stop the run.
             "failOnDataLoss": "true",
+            # A read that reaches the end of a partition otherwise waits 500 ms there.
+            "kafka.fetch.max.wait.ms": str(settings.kafka_fetch_wait_ms),
         }
     )
     if ending_offsets is not None:

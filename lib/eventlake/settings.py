@@ -117,6 +117,13 @@ class Settings(BaseSettings):
         '[{"source": "orders.raw", "target": "orders", "key_mapper": "partitionkey", '
         '"cleanup_policy": "compact"}]).',
     )
+    kafka_fetch_wait_ms: int = Field(
+        default=20,
+        ge=0,
+        description="How long a Spark Kafka read waits at the end of a partition for more "
+        "records (the Java client's fetch.max.wait.ms). Kafka's default, 500 ms, made "
+        "every small micro-batch and every read of a short range wait that long.",
+    )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."
     )
