@@ -17,8 +17,7 @@ transactions instead.
 Example:
     >>> commits = BatchCommits.open(spark, checkpoint, app_id, [events_path], fresh=False)
     >>> if not commits.committed(spark, events_path, batch_id):
-    ...     commits.before_append(spark, events_path)
-    ...     rows.write.format("delta").options(**commits.options(batch_id)).save(events_path)
+    ...     commits.append(spark, rows, events_path, batch_id)
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 #: Beside the checkpoint's identity file: per table, a version no later than any
 #: commit of a batch that the checkpoint has not committed yet (null: not known yet,
@@ -130,6 +129,11 @@ class BatchCommits:
             row["version"] > since and row["userMetadata"] == marker
             for row in history.select("version", "userMetadata").collect()
         )
+
+    def append(self, spark: SparkSession, rows: DataFrame, path: str, batch_id: int) -> None:
+        """Append ``rows`` as batch ``batch_id`` to the Delta table at ``path``."""
+        self.before_append(spark, path)
+        rows.write.format("delta").mode("append").options(**self.options(batch_id)).save(path)
 
     def before_append(self, spark: SparkSession, path: str) -> None:
         """Note ``path``'s version right before this batch is appended to it: the batch's

@@ -226,8 +226,7 @@ def append_batch(
         return BatchResult({})
 
     def append(rows: DataFrame, path: str) -> None:
-        commits.before_append(spark, path)
-        rows.write.format("delta").mode("append").options(**commits.options(version)).save(path)
+        commits.append(spark, rows, path, version)
 
     seen = Observation()
     decoded = decode_records(records, seen)

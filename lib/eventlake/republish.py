@@ -724,10 +724,7 @@ def _stream(
             rejects = planned_rejects(
                 _plan_observed(batch, request, compacted, seen_again), request.target
             )
-            commits.before_append(spark, rejects_path)
-            rejects.write.format("delta").mode("append").options(**commits.options(batch_id)).save(
-                rejects_path
-            )
+            commits.append(spark, rejects, rejects_path, batch_id)
             warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
             if warning:
                 print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
