@@ -24,10 +24,10 @@ from eventlake.maintenance import (
     check_retention,
     compaction_sweep,
     optimize_and_vacuum,
-    state_table_topics,
 )
 from eventlake.settings import load_settings
 from eventlake.spark import build_spark_session
+from eventlake.tables import state_table_topics
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

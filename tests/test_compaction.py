@@ -16,7 +16,8 @@ from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
-from eventlake.state import reconcile_state, state_path
+from eventlake.state import reconcile_state
+from eventlake.tables import state_path
 from tests.helpers import binary_headers
 
 # Small segments and a tiny dirty ratio make the log cleaner run within seconds; the

@@ -32,8 +32,7 @@ from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.settings import Settings
-from eventlake.state import state_path
-from eventlake.tables import ensure_tables
+from eventlake.tables import ensure_tables, state_path
 from tests.helpers import binary_headers, produce_events, read_table
 
 KEYS: Final = 8

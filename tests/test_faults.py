@@ -30,8 +30,7 @@ from pyspark.sql import SparkSession
 
 from eventlake.broker import LocalBroker
 from eventlake.settings import Settings
-from eventlake.state import state_path
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.tables import EVENTS, REJECTS, state_path
 from tests.fault_tools import (
     CommitWindow,
     Corpus,

@@ -1,10 +1,15 @@
-"""eventlake.kafka: the options of Spark's Kafka source."""
+"""eventlake.kafka: topic names and the options of Spark's Kafka source."""
 
 from __future__ import annotations
 
 import pytest
 
-from eventlake.kafka import kafka_source_options
+from eventlake.kafka import (
+    InvalidTopicNameError,
+    check_topic_name,
+    is_topic_name,
+    kafka_source_options,
+)
 from eventlake.settings import load_settings
 
 
@@ -26,3 +31,18 @@ def test_a_source_read_does_not_wait_kafkas_default_half_second() -> None:
     )
 
     assert int(options["kafka.fetch.max.wait.ms"]) < 500
+
+
+@pytest.mark.parametrize("name", ["demo.orders", "a", "A-b_c.9", "x" * 249, "..."])
+def test_names_kafka_accepts_are_topic_names(name: str) -> None:
+    assert is_topic_name(name)
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "x" * 250, "bad topic", "a/b", "a\n", "ü"])
+def test_names_kafka_refuses_are_not_topic_names(name: str) -> None:
+    assert not is_topic_name(name)
+
+
+def test_a_bad_topic_name_is_refused_with_what_is_allowed() -> None:
+    with pytest.raises(InvalidTopicNameError, match=r"--source 'a/b': use 1-249 characters"):
+        check_topic_name("a/b", "--source")

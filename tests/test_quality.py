@@ -47,7 +47,7 @@ from eventlake.quality_config import (
     load_quality_config,
 )
 from eventlake.settings import Settings, load_settings
-from eventlake.tables import EVENTS, table_schemas
+from eventlake.tables import EVENTS, EVENTS_SCHEMA
 
 RUN = uuid.uuid4().hex[:8]
 GOOD = f"q-good-{RUN}"
@@ -317,7 +317,7 @@ def crafted(spark: SparkSession, settings: Settings, tmp_path_factory: Any) -> C
         {**base, "id": "c3", "specversion": "0.3", "kafka_offset": 3},
         {**base, "id": "c4", "extensions": {"Trace": "x"}, "kafka_offset": 4},
     ]
-    schema = table_schemas(spark)[EVENTS]
+    schema = EVENTS_SCHEMA
     frame = spark.createDataFrame(
         [Row(**{f: r.get(f) for f in schema.names}) for r in rows], schema
     )

@@ -38,7 +38,7 @@ from eventlake.republish import (
     run_republish,
 )
 from eventlake.settings import Settings
-from eventlake.state import state_path
+from eventlake.tables import state_path
 from tests.helpers import read_table
 from tests.test_partitioner import java_partition
 

@@ -13,7 +13,7 @@ from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.settings import Settings
-from eventlake.state import state_path
+from eventlake.tables import state_path
 from tests.helpers import binary_headers, read_table, structured_value
 
 JSON_CT = [("content-type", b"application/cloudevents+json")]

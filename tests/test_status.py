@@ -13,8 +13,9 @@ from eventlake.checkpoint import hold_checkpoint
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic
 from eventlake.settings import Settings
-from eventlake.state import record_compaction_risk, state_path
+from eventlake.state import record_compaction_risk
 from eventlake.status import CheckpointStatus, streams_reading, warehouse_status
+from eventlake.tables import state_path
 from tests.helpers import produce_events
 
 

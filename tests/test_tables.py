@@ -1,18 +1,73 @@
-"""eventlake.tables: the events and rejects tables are created, and upgraded in place."""
+"""eventlake.tables: the warehouse's schemas, paths and table creation."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.binding import decode_records, to_events, to_rejects
+from eventlake.kafka import InvalidTopicNameError
 from eventlake.settings import Settings
-from eventlake.tables import REJECTS, ensure_tables, table_schemas
+from eventlake.tables import (
+    EVENTS,
+    EVENTS_SCHEMA,
+    KAFKA_SOURCE_SCHEMA,
+    REJECTS,
+    REJECTS_SCHEMA,
+    ensure_table,
+    ensure_tables,
+    state_path,
+    state_table_topics,
+    warehouse_tables,
+)
+
+
+def test_the_events_schema_is_what_the_decoder_returns(spark: SparkSession) -> None:
+    decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
+
+    written = to_events(decoded).schema
+
+    assert [(f.name, f.dataType) for f in written.fields] == [
+        (f.name, f.dataType) for f in EVENTS_SCHEMA.fields
+    ]
+
+
+def test_the_rejects_schema_is_what_the_decoder_returns(spark: SparkSession) -> None:
+    decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
+
+    written = to_rejects(decoded).schema
+
+    assert [(f.name, f.dataType) for f in written.fields] == [
+        (f.name, f.dataType) for f in REJECTS_SCHEMA.fields
+    ]
+
+
+def test_new_tables_are_created_with_their_schemas(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    created = ensure_tables(spark, warehouse_settings)
+
+    assert created == {EVENTS, REJECTS}
+    for name, schema in ((EVENTS, EVENTS_SCHEMA), (REJECTS, REJECTS_SCHEMA)):
+        table = spark.read.format("delta").load(str(warehouse_settings.table_path(name)))
+        assert table.schema == schema
+
+
+def test_existing_tables_are_not_reported_as_new(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+
+    assert ensure_tables(spark, warehouse_settings) == set()
 
 
 def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     path = str(warehouse_settings.table_path(REJECTS))
-    old_schema = [f for f in table_schemas(spark)[REJECTS].fields if f.name != "rejected_by"]
+    old_schema = [f for f in REJECTS_SCHEMA.fields if f.name != "rejected_by"]
     spark.createDataFrame([], "a int").selectExpr(
         *[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`" for f in old_schema]
     ).limit(0).write.format("delta").save(path)
@@ -21,3 +76,49 @@ def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(
 
     columns = spark.read.format("delta").load(path).columns
     assert columns == [f.name for f in old_schema] + ["rejected_by"]
+
+
+def test_a_table_asked_for_change_data_feed_has_it_on(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    path = str(state_path(warehouse_settings, "customers"))
+
+    ensure_table(spark, path, EVENTS_SCHEMA, change_data_feed=True)
+
+    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()
+    assert {r["key"]: r["value"] for r in properties}["delta.enableChangeDataFeed"] == "true"
+
+
+def test_state_tables_live_in_the_state_folder(warehouse_settings: Settings) -> None:
+    assert state_path(warehouse_settings, "customers") == (
+        warehouse_settings.warehouse / "state" / "customers"
+    )
+
+
+@pytest.mark.parametrize("topic", ["..", "a/../b", ""])
+def test_a_state_path_is_refused_for_a_name_that_is_not_a_topic(
+    warehouse_settings: Settings, topic: str
+) -> None:
+    with pytest.raises(InvalidTopicNameError):
+        state_path(warehouse_settings, topic)
+
+
+def test_warehouse_tables_lists_top_level_tables_then_state_tables(
+    warehouse_settings: Settings,
+) -> None:
+    root = warehouse_settings.warehouse
+    for folder in ("rejects", "events", "state/b", "state/a", "_checkpoints/x", "not_a_table"):
+        (root / folder).mkdir(parents=True)
+        if folder != "not_a_table":
+            (root / folder / "_delta_log").mkdir()
+
+    names = [name for name, _ in warehouse_tables(warehouse_settings)]
+
+    assert names == ["events", "rejects", "state/a", "state/b"]
+    assert state_table_topics(warehouse_settings) == ["a", "b"]
+
+
+def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
+    settings = Settings(warehouse=tmp_path / "absent")
+
+    assert warehouse_tables(settings) == []

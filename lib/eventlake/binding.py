@@ -38,6 +38,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from eventlake.observed import observe_reasons, optimizer_barrier
+from eventlake.tables import EVENTS_SCHEMA, INGEST_JOB, REJECTS_SCHEMA
 
 CE_PREFIX: Final = "ce_"
 CONTENT_TYPE_HEADER: Final = "content-type"
@@ -83,40 +84,9 @@ class RejectReason(StrEnum):
     CONFLICTING_DATACONTENTTYPE = "conflicting_datacontenttype"
 
 
-EVENT_COLUMNS: Final = (
-    "id",
-    "source",
-    "specversion",
-    "type",
-    "datacontenttype",
-    "dataschema",
-    "subject",
-    "time",
-    "data",
-    "extensions",
-    "content_mode",
-    "kafka_topic",
-    "kafka_partition",
-    "kafka_offset",
-    "kafka_timestamp",
-    "kafka_key",
-    "ingested_at",
-)
-REJECT_COLUMNS: Final = (
-    "kafka_topic",
-    "kafka_partition",
-    "kafka_offset",
-    "kafka_timestamp",
-    "kafka_key",
-    "kafka_value",
-    "kafka_headers",
-    "reason",
-    "detail",
-    "rejected_by",
-    "ingested_at",
-)
-#: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
-INGEST_JOB: Final = "ingest"
+#: The events and rejects tables' columns, in order (the schemas: :mod:`eventlake.tables`).
+EVENT_COLUMNS: Final = tuple(EVENTS_SCHEMA.fieldNames())
+REJECT_COLUMNS: Final = tuple(REJECTS_SCHEMA.fieldNames())
 
 #: The JVM side of the binding (lib/jvm): one Catalyst expression, one pass per record.
 DECODER_FUNCTION: Final = "cloudevents_from_kafka"

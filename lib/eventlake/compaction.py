@@ -24,8 +24,8 @@ from pyspark.sql import SparkSession
 
 from eventlake.kafka import make_admin
 from eventlake.settings import Settings
-from eventlake.state import record_compaction_risk, recorded_compaction_risk, state_path
-from eventlake.tables import ingested_next_offsets
+from eventlake.state import record_compaction_risk, recorded_compaction_risk
+from eventlake.tables import ingested_next_offsets, state_path
 
 TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
 

@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.batch_commits import BatchCommits
-from eventlake.binding import INGEST_JOB, RejectReason, decode_records, to_events, to_rejects
+from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.compaction import check_compaction
 from eventlake.kafka import check_connection, connection_lost_error, kafka_source_options
@@ -50,14 +50,14 @@ from eventlake.streaming import (
 )
 from eventlake.tables import (
     EVENTS,
+    INGEST_JOB,
+    INGEST_TABLES,
     REJECTS,
     ensure_tables,
     ingested_next_offsets,
     merge_source,
 )
 
-#: The tables every ingest writes.
-TABLES = frozenset({EVENTS, REJECTS})
 COORDINATES = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 
@@ -275,7 +275,9 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
         summary = (
             _run_bounded(spark, settings, request)
             if request.bounded
-            else _run_streaming(spark, settings, request, tables_are_new=new_tables >= TABLES)
+            else _run_streaming(
+                spark, settings, request, tables_are_new=new_tables == set(INGEST_TABLES)
+            )
         )
     except Exception as error:
         lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))

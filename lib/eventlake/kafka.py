@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from typing import Any, Final
@@ -20,6 +21,44 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame
 
 from eventlake.settings import Settings
+
+#: Kafka's legal topic names, as a JSON-schema/Java pattern (``.`` and ``..`` excepted,
+#: see :func:`check_topic_name`).
+TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
+_TOPIC_NAME: Final = re.compile(TOPIC_NAME_PATTERN)
+_RESERVED_TOPIC_NAMES: Final = frozenset({".", ".."})
+
+
+class InvalidTopicNameError(ValueError):
+    """Not a name Kafka accepts for a topic; the message says what is allowed."""
+
+
+def is_topic_name(name: str) -> bool:
+    """Whether Kafka accepts ``name`` as a topic name (names are path-safe, too).
+
+    Example:
+        >>> is_topic_name("demo.orders"), is_topic_name("bad topic!"), is_topic_name("..")
+        (True, False, False)
+    """
+    return _TOPIC_NAME.fullmatch(name) is not None and name not in _RESERVED_TOPIC_NAMES
+
+
+def check_topic_name(name: str, what: str = "Kafka topic name") -> str:
+    """Return ``name`` when it is a legal Kafka topic name, else raise saying why.
+
+    Example:
+        >>> check_topic_name("bad topic!", "--source")
+        Traceback (most recent call last):
+        ...
+        eventlake.kafka.InvalidTopicNameError: Invalid --source 'bad topic!': use 1-249 ...
+    """
+    if not is_topic_name(name):
+        raise InvalidTopicNameError(
+            f"Invalid {what} {name!r}: use 1-249 characters of letters, digits, '.', '_' "
+            "and '-' (not '.' or '..')."
+        )
+    return name
+
 
 #: librdkafka's name for the Java client's default partitioner (murmur2, random if no key).
 JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"

@@ -21,14 +21,14 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from eventlake.kafka import is_topic_name
 from eventlake.settings import Settings
+from eventlake.tables import warehouse_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,13 +41,10 @@ SAFETY_RETENTION_HOURS: Final = 168.0
 RETENTION_CHECK_CONF: Final = "spark.databricks.delta.retentionDurationCheck.enabled"
 #: Tasks of VACUUM's file listing (Spark's default, 10000, is far too many for small tables).
 LISTING_PARALLELISM_CONF: Final = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-#: Folder of the state tables under the warehouse (see :mod:`eventlake.state`).
-STATE_FOLDER: Final = "state"
 
 _VACUUM_END: Final = "VACUUM END"
 _VACUUM_START: Final = "VACUUM START"
 _OPTIMIZE: Final = "OPTIMIZE"
-_TOPIC_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 class MaintenanceError(ValueError):
@@ -137,40 +134,6 @@ def check_retention(retention_hours: float | None, allow_below_safety: bool = Fa
             "or readers of recent table versions still need. Set allow_below_safety=true "
             "(--allow-below-safety) to do it anyway."
         )
-
-
-def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
-    """Every Delta table under the warehouse, as (name, path): the top-level tables
-    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
-    Folders starting with ``_`` (checkpoints, Spark's own) are not tables.
-
-    Example:
-        >>> [name for name, _ in warehouse_tables(settings)]
-        ['events', 'rejects', 'state/customers']
-    """
-    root = settings.warehouse
-    found: list[tuple[str, Path]] = []
-    for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.iterdir()):
-            if path.name.startswith("_") or not (path / "_delta_log").is_dir():
-                continue
-            found.append((prefix + path.name, path))
-    return found
-
-
-def state_table_topics(settings: Settings) -> list[str]:
-    """The topics that have a state table in the warehouse, sorted.
-
-    Example:
-        >>> state_table_topics(settings)
-        ['customers']
-    """
-    prefix = f"{STATE_FOLDER}/"
-    return [
-        name[len(prefix) :] for name, _ in warehouse_tables(settings) if name.startswith(prefix)
-    ]
 
 
 @contextmanager
@@ -321,7 +284,7 @@ def compaction_sweep(
         >>> [r.at_risk for r in compaction_sweep(spark, settings, ["customers"], True)]
         [False]
     """
-    bad = [t for t in topics if not _TOPIC_RE.fullmatch(t) or t in {".", ".."}]
+    bad = [t for t in topics if not is_topic_name(t)]
     if bad:
         raise MaintenanceError(f"not Kafka topic names: {bad}")
     from eventlake.compaction import check_compaction

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,17 +31,15 @@ from typing import Any, Final
 
 from airflow.sdk import Asset, Param
 
+from eventlake.kafka import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
 from eventlake.settings import RepublishRoute, Settings
 from eventlake.spark import spark_conf, spark_jars
-from eventlake.state import state_path
 from eventlake.status import streams_reading
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.tables import EVENTS, REJECTS, state_path
 
 #: Environment variable naming the topics the DAGs ingest, comma-separated.
 TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
 DEFAULT_TOPICS: Final = ("demo.orders",)
-#: Kafka's legal topic names (``.`` and ``..`` excepted, see :func:`check_topic`).
-TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
 #: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
 SPARK_CONN_ID: Final = "spark_default"
 EVENTS_ASSET_NAME: Final = "eventlake.events"
@@ -51,8 +48,6 @@ REJECTS_ASSET_NAME: Final = "eventlake.rejects"
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
 _ENDING_OFFSETS_PATTERN: Final = r"^(latest|\{[\s\S]*\})$"
-_TOPIC_RE: Final = re.compile(TOPIC_NAME_PATTERN)
-_RESERVED_TOPIC_NAMES: Final = (".", "..")
 
 
 class OrchestrationError(ValueError):
@@ -70,12 +65,10 @@ def check_topic(name: str) -> str:
         ...
         eventlake.orchestration.OrchestrationError: Invalid Kafka topic name 'bad topic!': ...
     """
-    if not _TOPIC_RE.fullmatch(name) or name in _RESERVED_TOPIC_NAMES:
-        raise OrchestrationError(
-            f"Invalid Kafka topic name {name!r}: use 1-249 characters of "
-            "letters, digits, '.', '_' and '-' (not '.' or '..')."
-        )
-    return name
+    try:
+        return check_topic_name(name)
+    except InvalidTopicNameError as error:
+        raise OrchestrationError(str(error)) from None
 
 
 def configured_topics(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -108,15 +108,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
     DoubleType,
-    IntegerType,
     LongType,
     StringType,
     StructField,
     StructType,
-    TimestampType,
 )
 
 from eventlake.binding import REQUIRED_ATTRIBUTES, SPEC_VERSION
@@ -129,7 +125,7 @@ from eventlake.quality_config import (
     load_quality_config,
 )
 from eventlake.settings import Settings
-from eventlake.tables import DQ_RESULTS, EVENTS, REJECTS, rejected_by_ingest
+from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA, EVENTS, REJECTS, rejected_by_ingest
 from eventlake.text_table import text_table
 
 DQ_DOCS: Final = "dq_docs"
@@ -170,36 +166,6 @@ PLAN_INDEX: Final = "eventlake_plan_index"
 #: Suite parameter of time_not_future; its value is the check's start plus the skew.
 LATEST_TIME_PARAMETER: Final = "latest_allowed_time"
 
-_SAMPLE_TYPE: Final = ArrayType(
-    StructType(
-        [
-            StructField("kafka_topic", StringType()),
-            StructField("kafka_partition", IntegerType()),
-            StructField("kafka_offset", LongType()),
-        ]
-    )
-)
-DQ_RESULTS_SCHEMA: Final = StructType(
-    [
-        StructField("run_id", StringType()),
-        StructField("run_time", TimestampType()),
-        StructField("table", StringType()),
-        StructField("slice", StringType()),
-        StructField("topic", StringType()),
-        StructField("check", StringType()),
-        StructField("expectation", StringType()),
-        StructField("severity", StringType()),
-        StructField("success", BooleanType()),
-        StructField("observed_value", StringType()),
-        StructField("unexpected_count", LongType()),
-        StructField("unexpected_sample", _SAMPLE_TYPE),
-        # The run's --topic (null: all topics) and the versions it read up to: the state
-        # from which the next incremental run starts.
-        StructField("topic_filter", StringType()),
-        StructField("table_version", LongType()),
-        StructField("rejects_version", LongType()),
-    ]
-)
 _STATS_SCHEMA: Final = StructType(
     [
         StructField("kafka_topic", StringType()),

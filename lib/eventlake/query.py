@@ -14,22 +14,15 @@ import re
 from pyspark.sql import SparkSession
 
 from eventlake.settings import Settings
+from eventlake.tables import warehouse_tables
 from eventlake.text_table import text_table
 
 
 def register_tables(spark: SparkSession, settings: Settings) -> list[str]:
     """Register every Delta table under the warehouse by name; state/<topic> as state_<topic>."""
     names: list[str] = []
-    root = settings.warehouse
-    if not root.is_dir():
-        return names
-    candidates = [p for p in root.iterdir() if (p / "_delta_log").is_dir()]
-    state_root = root / "state"
-    if state_root.is_dir():
-        candidates += [p for p in state_root.iterdir() if (p / "_delta_log").is_dir()]
-    for path in sorted(candidates):
-        name = path.name if path.parent == root else f"state_{path.name}"
-        name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    for table, path in warehouse_tables(settings):
+        name = re.sub(r"[^A-Za-z0-9_]", "_", table)
         spark.read.format("delta").load(str(path)).createOrReplaceTempView(name)
         names.append(name)
     return names

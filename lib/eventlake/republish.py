@@ -87,6 +87,7 @@ from eventlake.kafka import (
     check_connection,
     connection_lost_error,
     create_topic,
+    is_topic_name,
     kafka_source_options,
     make_admin,
     write_to_kafka,
@@ -101,7 +102,7 @@ from eventlake.streaming import (
     run_stream,
     trigger_problem,
 )
-from eventlake.tables import REJECTS, table_schemas
+from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table
 
 KEEP: Final = "keep"
 PARTITIONKEY: Final = "partitionkey"
@@ -114,7 +115,6 @@ DEFAULT_TRAIL_HEADER: Final = "eventlake-trail"
 TRAIL_ENTRY_SCHEMA: Final = (
     "topic string, partition int, offset long, timestamp timestamp, target string, at timestamp"
 )
-_TOPIC_PATTERN: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _REJECT_COORDINATES: Final = (
     "kafka_topic",
     "kafka_partition",
@@ -198,7 +198,7 @@ class RepublishRequest:
 
     def __post_init__(self) -> None:
         for option, topic in (("--source", self.source), ("--target", self.target)):
-            if not _TOPIC_PATTERN.fullmatch(topic) or topic in {".", ".."}:
+            if not is_topic_name(topic):
                 raise RepublishError(f"{option} {topic!r} is not a Kafka topic name")
         if self.source == self.target:
             raise RepublishError(
@@ -625,18 +625,8 @@ def _plan_observed(
 
 
 def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
-    from delta.tables import DeltaTable
-
     path = str(settings.table_path(REJECTS))
-    if (settings.table_path(REJECTS) / "_delta_log").is_dir():
-        return path
-    (
-        DeltaTable.createIfNotExists(spark)
-        .location(path)
-        .addColumns(table_schemas(spark)[REJECTS])
-        .property("delta.enableChangeDataFeed", "false")
-        .execute()
-    )
+    ensure_table(spark, path, REJECTS_SCHEMA)
     return path
 
 

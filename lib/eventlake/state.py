@@ -21,10 +21,8 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -32,9 +30,14 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.settings import Settings
-from eventlake.tables import merge_source, retry_conflicts
+from eventlake.tables import (
+    EVENTS_SCHEMA,
+    ensure_table,
+    merge_source,
+    retry_conflicts,
+    state_path,
+)
 
-STATE_FOLDER = "state"
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 #: Table property of a state table that may have missed tombstones (JSON: when it was
@@ -49,13 +52,6 @@ class StateChange:
     upserted: int = 0
     deleted: int = 0
     skipped_no_key: int = 0
-
-
-def state_path(settings: Settings, topic: str) -> Path:
-    """``<warehouse>/state/<topic>``; topic names are already path-safe in Kafka."""
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in {".", ".."}:
-        raise ValueError(f"not a Kafka topic name: {topic!r}")
-    return settings.warehouse / STATE_FOLDER / topic
 
 
 def is_tombstone() -> Column:
@@ -95,18 +91,11 @@ def latest_per_key(records: DataFrame) -> DataFrame:
     )
 
 
-def ensure_state_table(spark: SparkSession, settings: Settings, topic: str, schema: Any) -> str:
-    """Create ``state/<topic>`` (Change Data Feed on) if missing; return its path."""
-    from delta.tables import DeltaTable
-
+def ensure_state_table(spark: SparkSession, settings: Settings, topic: str) -> str:
+    """Create ``state/<topic>`` (events-table columns, Change Data Feed on) if missing;
+    return its path."""
     path = str(state_path(settings, topic))
-    (
-        DeltaTable.createIfNotExists(spark)
-        .location(path)
-        .addColumns(schema)
-        .property("delta.enableChangeDataFeed", "true")
-        .execute()
-    )
+    ensure_table(spark, path, EVENTS_SCHEMA, change_data_feed=True)
     return path
 
 
@@ -164,9 +153,8 @@ def apply_state(
     )
     latest = merge_source(latest_per_key(records))
     changes: dict[str, StateChange] = {}
-    event_schema = decoded.select(*EVENT_COLUMNS).schema
     for topic in topics:
-        path = ensure_state_table(spark, settings, topic, event_schema)
+        path = ensure_state_table(spark, settings, topic)
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         spark.conf.set(TXN_APP_ID_CONF, f"{app_id}-state")
@@ -267,7 +255,7 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
         latest = merge_source(latest_per_key(applicable_records(decoded)))
         wanted = latest.where(~F.col("_tombstone"))
         keys = wanted.count()
-        path = ensure_state_table(spark, settings, topic, decoded.select(*EVENT_COLUMNS).schema)
+        path = ensure_state_table(spark, settings, topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         differs = (
             "NOT (t.kafka_partition <=> s.kafka_partition AND t.kafka_offset <=> s.kafka_offset)"

@@ -26,8 +26,9 @@ from typing import Any
 
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
 from eventlake.settings import Settings
-from eventlake.state import COMPACTION_RISK_PROPERTY, STATE_FOLDER
+from eventlake.state import COMPACTION_RISK_PROPERTY
 from eventlake.streaming import PROCESSING_TIME_PREFIX, SPARK_FOLDER
+from eventlake.tables import STATE_FOLDER
 from eventlake.text_table import text_table
 
 

@@ -1,9 +1,16 @@
-"""The warehouse's Delta tables: names, schemas, creation.
+"""The warehouse's Delta tables, in one place: names, paths, schemas, creation, and the
+filters every reader needs.
 
-* ``events``: one row per valid CloudEvent (see :data:`eventlake.binding.EVENT_COLUMNS`).
-* ``rejects``: every record read that is not a valid CloudEvent, raw, with a reason.
+* ``events``: one row per valid CloudEvent (:data:`EVENTS_SCHEMA`).
+* ``rejects``: every record read that is not a valid CloudEvent, raw, with a reason
+  (:data:`REJECTS_SCHEMA`); ingest's and republish's rejects, told apart by
+  ``rejected_by`` (:func:`rejected_by_ingest`).
+* ``state/<topic>``: the current state of a compacted topic, one row per key, in the
+  events table's shape (:func:`state_path`; the logic is :mod:`eventlake.state`).
+* ``dq_results``: the data-quality checks' results (:data:`DQ_RESULTS_SCHEMA`).
 
-Schemas are derived from the decoder itself so the tables and the code cannot drift.
+The schemas are written out here rather than planned from the decoder (a second in
+every process); a test holds them equal to what the decoder returns.
 
 Writers that can lose a commit race to another writer (two ingests creating the tables
 at once, a state MERGE against OPTIMIZE) go through :func:`retry_conflicts`.
@@ -17,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
+from pathlib import Path
 from typing import Final, TypeVar
 
 from pyspark.errors import AnalysisException
@@ -26,15 +33,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
+    DataType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
     TimestampType,
 )
 
-from eventlake.binding import INGEST_JOB, decode_records, to_events, to_rejects
+from eventlake.kafka import check_topic_name
 from eventlake.settings import Settings
 
 T = TypeVar("T")
@@ -48,6 +58,10 @@ EVENTS = "events"
 REJECTS = "rejects"
 #: Results of the data-quality checks (written by eventlake.quality).
 DQ_RESULTS = "dq_results"
+#: Folder of the state tables under the warehouse: ``state/<topic>``.
+STATE_FOLDER: Final = "state"
+#: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
+INGEST_JOB: Final = "ingest"
 
 #: The row shape of Spark's Kafka source with ``includeHeaders=true``.
 KAFKA_SOURCE_SCHEMA = StructType(
@@ -69,26 +83,89 @@ KAFKA_SOURCE_SCHEMA = StructType(
 )
 
 
-def _nullable(schema: StructType) -> StructType:
-    return StructType([StructField(f.name, f.dataType, True) for f in schema.fields])
+def _columns(*columns: tuple[str, DataType]) -> StructType:
+    # Every column nullable: Delta keeps the nullability it is given at creation and
+    # would refuse later rows with a null there.
+    return StructType([StructField(name, data_type, True) for name, data_type in columns])
 
 
-#: The schemas below, worked out once per process: planning the decoder takes a second.
-_DECODER_SCHEMAS: dict[str, StructType] = {}
+_KAFKA_HEADERS_TYPE: Final = KAFKA_SOURCE_SCHEMA["headers"].dataType
+_KAFKA_POSITION: Final = (
+    ("kafka_topic", StringType()),
+    ("kafka_partition", IntegerType()),
+    ("kafka_offset", LongType()),
+    ("kafka_timestamp", TimestampType()),
+    ("kafka_key", BinaryType()),
+)
+
+#: One row per valid CloudEvent: the context attributes, data (bytes as received),
+#: extensions (as strings), the content mode and where the record was in Kafka.
+EVENTS_SCHEMA: Final = _columns(
+    ("id", StringType()),
+    ("source", StringType()),
+    ("specversion", StringType()),
+    ("type", StringType()),
+    ("datacontenttype", StringType()),
+    ("dataschema", StringType()),
+    ("subject", StringType()),
+    ("time", TimestampType()),
+    ("data", BinaryType()),
+    ("extensions", MapType(StringType(), StringType(), True)),
+    ("content_mode", StringType()),
+    *_KAFKA_POSITION,
+    ("ingested_at", TimestampType()),
+)
+#: One row per record read that is not a valid CloudEvent: the record raw, the reason
+#: (:class:`eventlake.binding.RejectReason` or republish's), its detail, and which job
+#: read it.
+REJECTS_SCHEMA: Final = _columns(
+    *_KAFKA_POSITION,
+    ("kafka_value", BinaryType()),
+    ("kafka_headers", _KAFKA_HEADERS_TYPE),
+    ("reason", StringType()),
+    ("detail", StringType()),
+    ("rejected_by", StringType()),
+    ("ingested_at", TimestampType()),
+)
+_SAMPLE_TYPE: Final = ArrayType(
+    _columns(
+        ("kafka_topic", StringType()),
+        ("kafka_partition", IntegerType()),
+        ("kafka_offset", LongType()),
+    )
+)
+#: One row per check and topic of a data-quality run.
+DQ_RESULTS_SCHEMA: Final = _columns(
+    ("run_id", StringType()),
+    ("run_time", TimestampType()),
+    ("table", StringType()),
+    ("slice", StringType()),
+    ("topic", StringType()),
+    ("check", StringType()),
+    ("expectation", StringType()),
+    ("severity", StringType()),
+    ("success", BooleanType()),
+    ("observed_value", StringType()),
+    ("unexpected_count", LongType()),
+    ("unexpected_sample", _SAMPLE_TYPE),
+    # The run's --topic (null: all topics) and the versions it read up to: the state
+    # from which the next incremental run starts.
+    ("topic_filter", StringType()),
+    ("table_version", LongType()),
+    ("rejects_version", LongType()),
+)
+#: The warehouse tables that ingest creates, by name.
+INGEST_TABLES: Final = {EVENTS: EVENTS_SCHEMA, REJECTS: REJECTS_SCHEMA}
 
 
-def table_schemas(spark: SparkSession) -> dict[str, StructType]:
-    """Schemas of the events and rejects tables, taken from the decoder's output.
+def state_path(settings: Settings, topic: str) -> Path:
+    """``<warehouse>/state/<topic>``, the state table of a compacted topic.
 
     Example:
-        >>> table_schemas(spark)[EVENTS].fieldNames()[:3]
-        ['id', 'source', 'specversion']
+        >>> state_path(settings, "customers")
+        PosixPath('/data/warehouse/state/customers')
     """
-    if not _DECODER_SCHEMAS:
-        decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
-        _DECODER_SCHEMAS[EVENTS] = _nullable(to_events(decoded).schema)
-        _DECODER_SCHEMAS[REJECTS] = _nullable(to_rejects(decoded).schema)
-    return dict(_DECODER_SCHEMAS)
+    return settings.warehouse / STATE_FOLDER / check_topic_name(topic)
 
 
 def retry_conflicts(
@@ -153,28 +230,29 @@ def merge_source(rows: DataFrame) -> DataFrame:
     return rows.localCheckpoint(eager=True)
 
 
-def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
-    """Create the events and rejects tables where they do not exist yet; add the columns
-    a newer eventlake introduced to tables an older one created (e.g. ``rejected_by``).
+def ensure_table(
+    spark: SparkSession, path: str, schema: StructType, *, change_data_feed: bool = False
+) -> None:
+    """Create the Delta table at ``path`` when it does not exist yet; add the columns of
+    ``schema`` that a table made by an older eventlake lacks (e.g. ``rejected_by``).
 
-    Returns the names of the tables that had no Delta log before: those are empty, which
-    spares callers a first read of them (seconds in a fresh process).
+    Safe against another writer creating the same table at the same moment (the ingest
+    DAG's mapped tasks, one per topic, on a fresh warehouse): the loser of that race
+    tries again and finds the table there.
 
     Example:
-        >>> ensure_tables(spark, settings)
-        {'events', 'rejects'}
+        >>> ensure_table(spark, str(settings.table_path(REJECTS)), REJECTS_SCHEMA)
     """
     from delta.exceptions import MetadataChangedException, ProtocolChangedException
     from delta.tables import DeltaTable
 
-    def ensure(name: str, schema: StructType) -> None:
-        path = str(settings.table_path(name))
+    def ensure() -> None:
         try:
             table = (
                 DeltaTable.createIfNotExists(spark)
                 .location(path)
                 .addColumns(schema)
-                .property("delta.enableChangeDataFeed", "false")
+                .property("delta.enableChangeDataFeed", str(change_data_feed).lower())
                 .execute()
             )
         except AnalysisException as error:
@@ -187,28 +265,43 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
             spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
 
-    new = {
-        name
-        for name in (EVENTS, REJECTS)
-        if not (settings.table_path(name) / "_delta_log").exists()
-    }
-    for name, schema in table_schemas(spark).items():
-        # Two runs starting on a fresh warehouse (e.g. the ingest DAG's mapped tasks, one
-        # per topic) both create version 0: the loser gets ProtocolChanged/MetadataChanged,
-        # or finds the other's log folder before its first commit (TableCreationRace).
-        # Repeating is safe: once the table exists createIfNotExists leaves it as it is,
-        # and columns already added are not added again.
-        retry_conflicts(
-            partial(ensure, name, schema),
-            what=f"create table {name}",
-            retryable=(
-                ProtocolChangedException,
-                MetadataChangedException,
-                TableCreationRaceError,
-            ),
-            attempts=5,
-        )
+    # Both racing writers create version 0: the loser gets ProtocolChanged/MetadataChanged,
+    # or finds the other's log folder before its first commit (TableCreationRace).
+    # Repeating is safe: once the table exists createIfNotExists leaves it as it is, and
+    # columns already added are not added again.
+    retry_conflicts(
+        ensure,
+        what=f"create table {path}",
+        retryable=(ProtocolChangedException, MetadataChangedException, TableCreationRaceError),
+        attempts=5,
+    )
+
+
+def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
+    """Create the events and rejects tables where they do not exist yet (see
+    :func:`ensure_table`).
+
+    Returns the names of the tables that had no Delta log before: those are empty, which
+    spares callers a first read of them (seconds in a fresh process).
+
+    Example:
+        >>> ensure_tables(spark, settings)
+        {'events', 'rejects'}
+    """
+    new = {name for name in INGEST_TABLES if not is_delta_table(settings.table_path(name))}
+    for name, schema in INGEST_TABLES.items():
+        ensure_table(spark, str(settings.table_path(name)), schema)
     return new
+
+
+def is_delta_table(path: Path) -> bool:
+    """Whether ``path`` holds a Delta log (a cheap file check, no Spark job).
+
+    Example:
+        >>> is_delta_table(settings.table_path(EVENTS))
+        True
+    """
+    return (path / "_delta_log").is_dir()
 
 
 def rejected_by_ingest() -> Column:
@@ -255,3 +348,37 @@ def ingested_next_offsets(
     for row in rows:
         offsets.setdefault(row["kafka_topic"], {})[int(row["kafka_partition"])] = row["last"] + 1
     return offsets
+
+
+def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
+    """Every Delta table under the warehouse, as (name, path): the top-level tables
+    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
+    Folders starting with ``_`` (checkpoints, Spark's own) are not tables.
+
+    Example:
+        >>> [name for name, _ in warehouse_tables(settings)]
+        ['events', 'rejects', 'state/customers']
+    """
+    root = settings.warehouse
+    found: list[tuple[str, Path]] = []
+    for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith("_") or not (path / "_delta_log").is_dir():
+                continue
+            found.append((prefix + path.name, path))
+    return found
+
+
+def state_table_topics(settings: Settings) -> list[str]:
+    """The topics that have a state table in the warehouse, sorted.
+
+    Example:
+        >>> state_table_topics(settings)
+        ['customers']
+    """
+    prefix = f"{STATE_FOLDER}/"
+    return [
+        name[len(prefix) :] for name, _ in warehouse_tables(settings) if name.startswith(prefix)
+    ]

@@ -28,7 +28,7 @@ from eventlake.quality import CheckRequest, run_checks
 from eventlake.quality_config import QualityConfig
 from eventlake.settings import Settings, load_settings
 from eventlake.spark import spark_conf
-from eventlake.tables import EVENTS, REJECTS, ensure_tables, table_schemas
+from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, REJECTS_SCHEMA, ensure_tables
 
 TOPICS = ("bench.orders", "bench.payments")
 RULES = QualityConfig.model_validate(
@@ -108,13 +108,13 @@ def events_frame(spark: SparkSession, start: int, rows: int) -> DataFrame:
         "kafka_key": F.encode((n % 1000).cast("string"), "UTF-8"),
         "ingested_at": F.current_timestamp(),
     }
-    schema = table_schemas(spark)[EVENTS]
+    schema = EVENTS_SCHEMA
     generated = spark.range(start, start + rows).withColumns(columns)
     return generated.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields])
 
 
 def rejects_frame(spark: SparkSession, rows: int) -> DataFrame:
-    schema = table_schemas(spark)[REJECTS]
+    schema = REJECTS_SCHEMA
     n = F.col("id")
     generated = spark.range(rows).withColumns(
         {

@@ -22,7 +22,8 @@ from eventlake.maintenance import (
 )
 from eventlake.orchestration import MaintenanceParams, OrchestrationError
 from eventlake.settings import Settings
-from eventlake.state import reconcile_state, state_path
+from eventlake.state import reconcile_state
+from eventlake.tables import state_path
 from tests.dags.dag_helpers import task_states
 from tests.helpers import binary_headers
 
