@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.kafka import Record, produce_all
@@ -58,3 +60,25 @@ def produce_events(
 
 def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     return spark.read.format("delta").load(str(settings.table_path(name)))
+
+
+def append_small_files(spark: SparkSession, path: Path, files: int) -> None:
+    """``files`` appends of one small file each to a Delta table: something to compact."""
+    for n in range(files):
+        spark.range(n * 10, n * 10 + 10).coalesce(1).write.format("delta").mode("append").save(
+            str(path)
+        )
+
+
+def delta_operations(path: Path) -> list[str]:
+    """The table's commit operations, oldest first, read by an independent reader."""
+    history = DeltaRsTable(str(path)).history()
+    return [commit["operation"] for commit in sorted(history, key=lambda c: c["version"])]
+
+
+def keyed_events(keys: list[str], *, tombstones: tuple[str, ...] = ()) -> list[Record]:
+    """One binary CloudEvent per key (``{}`` as data); a key in ``tombstones`` gets no value."""
+    return [
+        (key.encode(), None if key in tombstones else b"{}", binary_headers(f"{key}-{n}"))
+        for n, key in enumerate(keys)
+    ]

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.settings import Settings
-from eventlake.spark import MissingJarsError, spark_conf, spark_jars
+from eventlake.spark import MissingJarsError, session_conf, spark_conf, spark_jars
 
 
 def test_delta_create_merge_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
@@ -87,3 +87,25 @@ def test_delta_rs_reads_years_0001_and_9999_back_exactly(
 
     # As integers: CPython's datetime cannot hold every instant of year 0001 in UTC.
     assert table.column("time").cast(pa.int64()).to_pylist() == micros
+
+
+def test_session_conf_holds_only_inside_the_block(spark: SparkSession) -> None:
+    key = "spark.eventlake.test.scoped"
+    spark.conf.set(key, "before")
+
+    with session_conf(spark, {key: "inside"}):
+        inside = spark.conf.get(key)
+
+    assert (inside, spark.conf.get(key)) == ("inside", "before")
+    spark.conf.unset(key)
+
+
+def test_session_conf_unsets_what_was_unset_also_when_the_block_fails(
+    spark: SparkSession,
+) -> None:
+    key = "spark.eventlake.test.unset"
+
+    with pytest.raises(RuntimeError), session_conf(spark, {key: "inside"}):
+        raise RuntimeError("the block failed")
+
+    assert spark.conf.get(key, None) is None

@@ -1,4 +1,5 @@
-"""The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check, demo.
+"""The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check,
+maintain, demo.
 
 Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
 
@@ -199,6 +200,61 @@ def compaction_check(
         typer.echo(report.message)
     if any(r.at_risk for r in reports):
         raise typer.Exit(4)
+
+
+@app.command()
+def maintain(
+    retention_hours: Annotated[
+        float,
+        typer.Option(help="VACUUM retention in hours (default: 168, Delta's safety default)."),
+    ] = 168.0,
+    allow_below_safety: Annotated[
+        bool,
+        typer.Option(
+            help="Allow a retention below 168 hours (files that running streams or readers "
+            "of recent versions need may be deleted)."
+        ),
+    ] = False,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic", help="State topic to check; repeatable (default: every state table)."
+        ),
+    ] = None,
+    auto_reconcile: Annotated[
+        bool,
+        typer.Option(help="Rebuild a state table that may have missed tombstones."),
+    ] = True,
+    dry_run: Annotated[
+        bool, typer.Option(help="Change nothing; say what VACUUM would delete.")
+    ] = False,
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Upkeep of the warehouse: the compaction check of every state table (reconciling
+    those at risk), then Delta OPTIMIZE and VACUUM of every table. One line per step and
+    a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
+    (the tables are still maintained)."""
+    from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
+    from eventlake.spark import build_spark_session
+
+    try:
+        request = MaintenanceRequest(
+            retention_hours=retention_hours,
+            allow_below_safety=allow_below_safety,
+            topics=tuple(topic or ()),
+            auto_reconcile=auto_reconcile,
+            dry_run=dry_run,
+        )
+    except MaintenanceError as error:
+        _fail(str(error), code=2)
+        return
+    settings = _settings(bootstrap_servers, warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-maintenance")
+    summary = run_maintenance(spark, settings, request, report=typer.echo)
+    typer.echo(summary.line())
+    if summary.sweep_failed:
+        raise typer.Exit(1)
 
 
 @app.command()

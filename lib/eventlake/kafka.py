@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame
 
 from eventlake.settings import Settings
+from eventlake.spark import session_conf
 
 #: Kafka's legal topic names, as a JSON-schema/Java pattern (``.`` and ``..`` excepted,
 #: see :func:`check_topic_name`).
@@ -341,11 +342,10 @@ def write_to_kafka(frame: DataFrame, settings: Settings, topic: str) -> None:
     Example:
         >>> write_to_kafka(rows.select("key", "value", "headers"), settings, "orders.keyed")
     """
-    conf = frame.sparkSession.conf
-    v1_sources = conf.get(_V1_SOURCES_KEY) or ""
+    spark = frame.sparkSession
+    v1_sources = spark.conf.get(_V1_SOURCES_KEY) or ""
     without_kafka = ",".join(s for s in v1_sources.split(",") if s.strip().lower() != "kafka")
-    conf.set(_V1_SOURCES_KEY, without_kafka)
-    try:
+    with session_conf(spark, {_V1_SOURCES_KEY: without_kafka}):
         (
             frame.write.mode("append")
             .format("kafka")
@@ -353,5 +353,3 @@ def write_to_kafka(frame: DataFrame, settings: Settings, topic: str) -> None:
             .option("topic", topic)
             .save()
         )
-    finally:
-        conf.set(_V1_SOURCES_KEY, v1_sources)

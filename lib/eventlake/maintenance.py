@@ -7,6 +7,8 @@ compaction sweep that reconciles state tables which may have missed tombstones.
   present, and each ``state/<topic>``. A retention below Delta's safety default of
   168 hours (7 days) is refused unless explicitly allowed: below it, VACUUM can delete
   files that a running stream or a reader of an older version still needs.
+* :func:`run_maintenance` (``eventlake maintain``, the maintenance DAG's job) runs the
+  sweep below, then both of the above, and sums them up in one line.
 * :func:`compaction_sweep` runs :func:`eventlake.compaction.check_compaction` for each
   state topic and, when the state table may have missed deletions and
   ``auto_reconcile`` is on, :func:`eventlake.state.reconcile_state`.
@@ -21,14 +23,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from eventlake.kafka import is_topic_name
 from eventlake.settings import Settings
-from eventlake.tables import warehouse_tables
+from eventlake.spark import session_conf
+from eventlake.tables import state_table_topics, warehouse_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -136,22 +140,6 @@ def check_retention(retention_hours: float | None, allow_below_safety: bool = Fa
         )
 
 
-@contextmanager
-def _session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[None]:
-    """Set Spark session confs for the block only; restore the previous values after."""
-    previous = {key: spark.conf.get(key, None) for key in overrides}
-    for key, value in overrides.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
-
-
 def maintenance_conf(settings: Settings, *, below_safety: bool) -> dict[str, str]:
     """Session confs of the OPTIMIZE/VACUUM calls, restored afterwards.
 
@@ -249,7 +237,7 @@ def optimize_and_vacuum(
     results: list[MaintenanceResult] = []
     for name, table_path in warehouse_tables(settings):
         path = str(table_path)
-        with _session_conf(spark, maintenance_conf(settings, below_safety=below_safety)):
+        with session_conf(spark, maintenance_conf(settings, below_safety=below_safety)):
             if dry_run:
                 compacted, written = 0, 0
                 removed = _vacuum_dry_run(spark, path, retention_hours)
@@ -260,6 +248,12 @@ def optimize_and_vacuum(
             MaintenanceResult(name, path, compacted, written, removed, retention_hours, dry_run)
         )
     return results
+
+
+def _check_topics(topics: Sequence[str]) -> None:
+    bad = [t for t in topics if not is_topic_name(t)]
+    if bad:
+        raise MaintenanceError(f"not Kafka topic names: {bad}")
 
 
 def compaction_sweep(
@@ -284,9 +278,7 @@ def compaction_sweep(
         >>> [r.at_risk for r in compaction_sweep(spark, settings, ["customers"], True)]
         [False]
     """
-    bad = [t for t in topics if not is_topic_name(t)]
-    if bad:
-        raise MaintenanceError(f"not Kafka topic names: {bad}")
+    _check_topics(topics)
     from eventlake.compaction import check_compaction
     from eventlake.state import reconcile_state
 
@@ -298,3 +290,110 @@ def compaction_sweep(
             reconciled = reconcile_state(spark, settings, topic)
         results.append(SweepResult(topic, report.at_risk, report.message, reconciled))
     return results
+
+
+@dataclass(frozen=True)
+class MaintenanceRequest:
+    """What ``eventlake maintain`` is asked to do (the maintenance DAG's params).
+
+    ``topics`` empty: every state table in the warehouse. Refused on creation
+    (:class:`MaintenanceError`): a retention below 168 hours without
+    ``allow_below_safety``, a name that is not a topic's.
+
+    Example:
+        >>> MaintenanceRequest(retention_hours=24)
+        Traceback (most recent call last):
+        ...
+        eventlake.maintenance.MaintenanceError: retention_hours=24 is below Delta's ...
+    """
+
+    retention_hours: float = SAFETY_RETENTION_HOURS
+    allow_below_safety: bool = False
+    topics: tuple[str, ...] = ()
+    auto_reconcile: bool = True
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        check_retention(self.retention_hours, self.allow_below_safety)
+        _check_topics(self.topics)
+
+
+@dataclass(frozen=True)
+class MaintenanceSummary:
+    """The outcome of :func:`run_maintenance`; ``sweep_failed``: the compaction sweep
+    raised (OPTIMIZE/VACUUM ran anyway)."""
+
+    tables: tuple[MaintenanceResult, ...]
+    sweeps: tuple[SweepResult, ...]
+    state_topics: int
+    sweep_failed: bool
+    seconds: float
+    dry_run: bool = False
+
+    def line(self) -> str:
+        """The run in one line.
+
+        Example:
+            >>> summary.line()
+            'maintenance: tables=3 compacted=5 removed=5 state_topics=1 at_risk=0 reconciled=0 ...'
+        """
+        removed = "would_remove" if self.dry_run else "removed"
+        return (
+            f"maintenance{' (dry run)' if self.dry_run else ''}: tables={len(self.tables)} "
+            f"compacted={sum(r.files_compacted for r in self.tables)} "
+            f"{removed}={sum(r.files_removed for r in self.tables)} "
+            f"state_topics={self.state_topics} at_risk={sum(s.at_risk for s in self.sweeps)} "
+            f"reconciled={sum(s.reconciled is not None for s in self.sweeps)} "
+            f"seconds={self.seconds:.1f}"
+        )
+
+
+def run_maintenance(
+    spark: SparkSession,
+    settings: Settings,
+    request: MaintenanceRequest,
+    report: Callable[[str], None] = print,
+) -> MaintenanceSummary:
+    """The compaction sweep of the state tables (reconciling those at risk when asked),
+    then OPTIMIZE and VACUUM of every table; each step's line goes to ``report``.
+
+    A failing sweep (e.g. the broker down) does not stop the table maintenance: its
+    traceback is reported and ``sweep_failed`` set.
+
+    Example:
+        >>> run_maintenance(spark, settings, MaintenanceRequest(dry_run=True)).line()
+        'maintenance (dry run): tables=2 compacted=0 would_remove=0 state_topics=0 ...'
+    """
+    started = time.monotonic()
+    topics = list(request.topics) or state_table_topics(settings)
+    sweeps: list[SweepResult] = []
+    failed = False
+    try:
+        sweeps = compaction_sweep(
+            spark, settings, topics, request.auto_reconcile, dry_run=request.dry_run
+        )
+    except MaintenanceError:
+        raise
+    except Exception:  # keep maintaining the tables; the summary reports the failure
+        report(traceback.format_exc().rstrip())
+        report("error: compaction sweep failed; OPTIMIZE/VACUUM run anyway")
+        failed = True
+    for sweep in sweeps:
+        report(sweep.line())
+    tables = optimize_and_vacuum(
+        spark,
+        settings,
+        request.retention_hours,
+        request.allow_below_safety,
+        dry_run=request.dry_run,
+    )
+    for table in tables:
+        report(table.line())
+    return MaintenanceSummary(
+        tables=tuple(tables),
+        sweeps=tuple(sweeps),
+        state_topics=len(topics),
+        sweep_failed=failed,
+        seconds=time.monotonic() - started,
+        dry_run=request.dry_run,
+    )

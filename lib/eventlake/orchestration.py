@@ -582,7 +582,7 @@ class MaintenanceParams:
         )
 
     def application_args(self) -> list[str]:
-        """Arguments of ``jobs/maintain.py``.
+        """Arguments of ``jobs/maintain.py`` (``eventlake maintain``).
 
         Example:
             >>> MaintenanceParams(retention_hours=0, allow_below_safety=True).application_args()
@@ -591,12 +591,11 @@ class MaintenanceParams:
         args = ["--retention-hours", f"{self.retention_hours:g}"]
         if self.allow_below_safety:
             args.append("--allow-below-safety")
-        if self.auto_reconcile:
-            args.append("--auto-reconcile")
+        args.append("--auto-reconcile" if self.auto_reconcile else "--no-auto-reconcile")
         if self.dry_run:
             args.append("--dry-run")
-        if self.topics:
-            args += ["--topics", *self.topics]
+        for topic in self.topics:
+            args += ["--topic", topic]
         return args
 
 

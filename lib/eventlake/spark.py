@@ -12,6 +12,8 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -114,3 +116,25 @@ def build_spark_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextmanager
+def session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[None]:
+    """Set Spark session confs for the block only; restore the previous values after
+    (unset those that had none), also when the block fails.
+
+    Example:
+        >>> with session_conf(spark, {"spark.databricks.delta.write.txnVersion": "7"}):
+        ...     table.merge(...).execute()
+    """
+    previous = {key: spark.conf.get(key, None) for key in overrides}
+    for key, value in overrides.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

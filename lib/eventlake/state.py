@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.settings import Settings
+from eventlake.spark import session_conf
 from eventlake.tables import (
     EVENTS_SCHEMA,
     ensure_table,
@@ -157,9 +158,8 @@ def apply_state(
         path = ensure_state_table(spark, settings, topic)
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
-        spark.conf.set(TXN_APP_ID_CONF, f"{app_id}-state")
-        spark.conf.set(TXN_VERSION_CONF, str(version))
-        try:
+        txn = {TXN_APP_ID_CONF: f"{app_id}-state", TXN_VERSION_CONF: str(version)}
+        with session_conf(spark, txn):
             before = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
             # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
             # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
@@ -177,9 +177,6 @@ def apply_state(
                 ),
             )
             after = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
-        finally:
-            spark.conf.unset(TXN_APP_ID_CONF)
-            spark.conf.unset(TXN_VERSION_CONF)
         metrics = _merge_metrics(spark, path) if after != before else {}
         changes[topic] = StateChange(
             upserted=metrics.get("numTargetRowsInserted", 0)

@@ -1,9 +1,8 @@
-"""Maintenance: OPTIMIZE/VACUUM of every table and the compaction sweep (library), and the
-eventlake_maintenance DAG run end to end with dag.test(): real broker, real spark-submit."""
+"""The eventlake_maintenance DAG: its params, and runs end to end with dag.test() (real
+broker, real spark-submit). The library: tests/test_maintenance.py."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,151 +12,15 @@ from pyspark.sql import SparkSession
 
 from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
-from eventlake.maintenance import (
-    RETENTION_CHECK_CONF,
-    MaintenanceError,
-    compaction_sweep,
-    optimize_and_vacuum,
-)
+from eventlake.kafka import create_topic, produce_all
 from eventlake.orchestration import MaintenanceParams, OrchestrationError
 from eventlake.settings import Settings
-from eventlake.state import reconcile_state
 from eventlake.tables import state_path
 from tests.dags.dag_helpers import task_states
-from tests.helpers import binary_headers
+from tests.helpers import delta_operations, keyed_events
 
 DAG_ID = "eventlake_maintenance"
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "eventlake_maintenance.py"
-TWO_DAYS_MS = 2 * 24 * 3600 * 1000
-
-
-def _append_files(spark: SparkSession, path: Path, files: int) -> None:
-    """``files`` appends of one small file each: something for OPTIMIZE to compact."""
-    for n in range(files):
-        spark.range(n * 10, n * 10 + 10).coalesce(1).write.format("delta").mode("append").save(
-            str(path)
-        )
-
-
-def _operations(path: Path) -> list[str]:
-    """The table's commit operations, oldest first, read by an independent reader."""
-    history = DeltaRsTable(str(path)).history()
-    return [commit["operation"] for commit in sorted(history, key=lambda c: c["version"])]
-
-
-# --- the library: eventlake.maintenance ----------------------------------------------
-
-
-def test_retention_below_safety_is_refused_before_any_table_is_touched(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    events = warehouse_settings.table_path("events")
-    _append_files(spark, events, 2)
-
-    with pytest.raises(MaintenanceError, match="allow_below_safety"):
-        optimize_and_vacuum(spark, warehouse_settings, retention_hours=24)
-    assert _operations(events) == ["WRITE", "WRITE"]
-
-
-def test_optimize_and_vacuum_reports_files_of_every_table(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    _append_files(spark, warehouse_settings.table_path("events"), 3)
-    _append_files(spark, warehouse_settings.table_path("dq_results"), 2)
-    _append_files(spark, state_path(warehouse_settings, "orders"), 2)
-    (warehouse_settings.warehouse / "_checkpoints" / "x").mkdir(parents=True)
-
-    results = optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
-
-    assert [(r.table, r.files_compacted, r.files_written, r.files_removed) for r in results] == [
-        ("dq_results", 2, 1, 2),
-        ("events", 3, 1, 3),
-        ("state/orders", 2, 1, 2),
-    ]
-
-
-def test_optimize_and_vacuum_logs_optimize_and_vacuum_commits(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    events = warehouse_settings.table_path("events")
-    _append_files(spark, events, 2)
-
-    optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
-
-    assert _operations(events)[2:] == ["OPTIMIZE", "VACUUM START", "VACUUM END"]
-
-
-def test_below_safety_override_applies_only_to_the_call(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    _append_files(spark, warehouse_settings.table_path("events"), 1)
-    before = spark.conf.get(RETENTION_CHECK_CONF, None)
-
-    optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
-
-    assert spark.conf.get(RETENTION_CHECK_CONF, None) == before
-
-
-def test_dry_run_reports_removable_files_and_changes_nothing(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    events = warehouse_settings.table_path("events")
-    _append_files(spark, events, 2)
-    spark.range(3).write.format("delta").mode("overwrite").save(str(events))  # 2 files unused
-
-    results = optimize_and_vacuum(spark, warehouse_settings, 0, True, dry_run=True)
-
-    assert [(r.table, r.files_removed, r.dry_run) for r in results] == [("events", 2, True)]
-    assert _operations(events) == ["WRITE", "WRITE", "WRITE"]
-
-
-def _keyed_events(keys: list[str], *, tombstones: tuple[str, ...] = ()) -> list[Record]:
-    return [
-        (key.encode(), None if key in tombstones else b"{}", binary_headers(f"{key}-{n}"))
-        for n, key in enumerate(keys)
-    ]
-
-
-@pytest.fixture
-def stale_state(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
-) -> Settings:
-    """A compacted topic whose state table (k0, k1, k2) missed a later tombstone of k0."""
-    create_topic(warehouse_settings, topic_name, config={"cleanup.policy": "compact"})
-    produce_all(warehouse_settings, topic_name, _keyed_events(["k0", "k1", "k2"]))
-    reconcile_state(spark, warehouse_settings, topic_name)
-    produce_all(warehouse_settings, topic_name, _keyed_events(["k0"], tombstones=("k0",)))
-    return warehouse_settings
-
-
-def _state_keys(spark: SparkSession, settings: Settings, topic: str) -> list[str]:
-    rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
-    return sorted(bytes(row["kafka_key"]).decode() for row in rows)
-
-
-def test_compaction_sweep_reconciles_a_state_table_at_risk(
-    spark: SparkSession, stale_state: Settings, topic_name: str
-) -> None:
-    later = int(time.time() * 1000) + TWO_DAYS_MS  # beyond delete.retention.ms (24 h)
-
-    [result] = compaction_sweep(spark, stale_state, [topic_name], True, now_ms=later)
-
-    assert result.at_risk and result.reconciled is not None
-    assert result.reconciled.deleted == 1
-    assert _state_keys(spark, stale_state, topic_name) == ["k1", "k2"]
-
-
-def test_compaction_sweep_without_auto_reconcile_only_warns(
-    spark: SparkSession, stale_state: Settings, topic_name: str
-) -> None:
-    later = int(time.time() * 1000) + TWO_DAYS_MS
-
-    [result] = compaction_sweep(spark, stale_state, [topic_name], False, now_ms=later)
-
-    assert result.at_risk and result.reconciled is None
-    assert f"eventlake reconcile --topic {topic_name}" in result.message
-    assert _state_keys(spark, stale_state, topic_name) == ["k0", "k1", "k2"]
 
 
 # --- the DAG's params: eventlake.orchestration.MaintenanceParams ---------------------
@@ -174,7 +37,7 @@ def test_params_map_to_job_arguments() -> None:
         "--allow-below-safety",
         "--auto-reconcile",
         "--dry-run",
-        "--topics",
+        "--topic",
         "a",
     ]
 
@@ -215,7 +78,7 @@ def ingested(
     """5 events ingested with state in 2 micro-batches: 2 small files per table."""
     settings = airflow_env.model_copy(update={"max_offsets_per_trigger": 3})
     create_topic(settings, topic_name, config={"cleanup.policy": "compact"})
-    produce_all(settings, topic_name, _keyed_events([f"k{n}" for n in range(5)]))
+    produce_all(settings, topic_name, keyed_events([f"k{n}" for n in range(5)]))
     summary = run_ingest(spark, settings, IngestRequest(topics=(topic_name,), state=True))
     assert (summary.events, summary.batches) == (5, 2)
     return airflow_env
@@ -230,7 +93,7 @@ def test_dag_run_optimizes_and_vacuums_events_and_state_tables(
 
     assert str(dag_run.state) == "success", task_states(dag_run)
     for table in (ingested.table_path("events"), state_path(ingested, topic_name)):
-        assert _operations(table)[-3:] == ["OPTIMIZE", "VACUUM START", "VACUUM END"], table
+        assert delta_operations(table)[-3:] == ["OPTIMIZE", "VACUUM START", "VACUUM END"], table
     assert DeltaRsTable(str(ingested.table_path("events"))).to_pyarrow_table().num_rows == 5
 
 

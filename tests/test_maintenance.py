@@ -1,0 +1,202 @@
+"""eventlake.maintenance: OPTIMIZE/VACUUM of every table, the compaction sweep, and
+`eventlake maintain` running both."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pyspark.sql import SparkSession
+from typer.testing import CliRunner
+
+from eventlake.broker import LocalBroker
+from eventlake.cli import app
+from eventlake.kafka import create_topic, produce_all
+from eventlake.maintenance import (
+    RETENTION_CHECK_CONF,
+    MaintenanceError,
+    MaintenanceRequest,
+    compaction_sweep,
+    optimize_and_vacuum,
+    run_maintenance,
+)
+from eventlake.settings import Settings
+from eventlake.state import reconcile_state
+from eventlake.tables import state_path
+from tests.helpers import append_small_files, delta_operations, keyed_events
+
+TWO_DAYS_MS = 2 * 24 * 3600 * 1000
+
+
+def test_retention_below_safety_is_refused_before_any_table_is_touched(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    events = warehouse_settings.table_path("events")
+    append_small_files(spark, events, 2)
+
+    with pytest.raises(MaintenanceError, match="allow_below_safety"):
+        optimize_and_vacuum(spark, warehouse_settings, retention_hours=24)
+    assert delta_operations(events) == ["WRITE", "WRITE"]
+
+
+def test_optimize_and_vacuum_reports_files_of_every_table(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    append_small_files(spark, warehouse_settings.table_path("events"), 3)
+    append_small_files(spark, warehouse_settings.table_path("dq_results"), 2)
+    append_small_files(spark, state_path(warehouse_settings, "orders"), 2)
+    (warehouse_settings.warehouse / "_checkpoints" / "x").mkdir(parents=True)
+
+    results = optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
+
+    assert [(r.table, r.files_compacted, r.files_written, r.files_removed) for r in results] == [
+        ("dq_results", 2, 1, 2),
+        ("events", 3, 1, 3),
+        ("state/orders", 2, 1, 2),
+    ]
+
+
+def test_optimize_and_vacuum_logs_optimize_and_vacuum_commits(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    events = warehouse_settings.table_path("events")
+    append_small_files(spark, events, 2)
+
+    optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
+
+    assert delta_operations(events)[2:] == ["OPTIMIZE", "VACUUM START", "VACUUM END"]
+
+
+def test_below_safety_override_applies_only_to_the_call(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    append_small_files(spark, warehouse_settings.table_path("events"), 1)
+    before = spark.conf.get(RETENTION_CHECK_CONF, None)
+
+    optimize_and_vacuum(spark, warehouse_settings, 0, allow_below_safety=True)
+
+    assert spark.conf.get(RETENTION_CHECK_CONF, None) == before
+
+
+def test_dry_run_reports_removable_files_and_changes_nothing(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    events = warehouse_settings.table_path("events")
+    append_small_files(spark, events, 2)
+    spark.range(3).write.format("delta").mode("overwrite").save(str(events))  # 2 files unused
+
+    results = optimize_and_vacuum(spark, warehouse_settings, 0, True, dry_run=True)
+
+    assert [(r.table, r.files_removed, r.dry_run) for r in results] == [("events", 2, True)]
+    assert delta_operations(events) == ["WRITE", "WRITE", "WRITE"]
+
+
+@pytest.fixture
+def stale_state(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> Settings:
+    """A compacted topic whose state table (k0, k1, k2) missed a later tombstone of k0."""
+    create_topic(warehouse_settings, topic_name, config={"cleanup.policy": "compact"})
+    produce_all(warehouse_settings, topic_name, keyed_events(["k0", "k1", "k2"]))
+    reconcile_state(spark, warehouse_settings, topic_name)
+    produce_all(warehouse_settings, topic_name, keyed_events(["k0"], tombstones=("k0",)))
+    return warehouse_settings
+
+
+def _state_keys(spark: SparkSession, settings: Settings, topic: str) -> list[str]:
+    rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
+    return sorted(bytes(row["kafka_key"]).decode() for row in rows)
+
+
+def test_compaction_sweep_reconciles_a_state_table_at_risk(
+    spark: SparkSession, stale_state: Settings, topic_name: str
+) -> None:
+    later = int(time.time() * 1000) + TWO_DAYS_MS  # beyond delete.retention.ms (24 h)
+
+    [result] = compaction_sweep(spark, stale_state, [topic_name], True, now_ms=later)
+
+    assert result.at_risk and result.reconciled is not None
+    assert result.reconciled.deleted == 1
+    assert _state_keys(spark, stale_state, topic_name) == ["k1", "k2"]
+
+
+def test_compaction_sweep_without_auto_reconcile_only_warns(
+    spark: SparkSession, stale_state: Settings, topic_name: str
+) -> None:
+    later = int(time.time() * 1000) + TWO_DAYS_MS
+
+    [result] = compaction_sweep(spark, stale_state, [topic_name], False, now_ms=later)
+
+    assert result.at_risk and result.reconciled is None
+    assert f"eventlake reconcile --topic {topic_name}" in result.message
+    assert _state_keys(spark, stale_state, topic_name) == ["k0", "k1", "k2"]
+
+
+def test_a_request_below_the_safety_retention_is_refused() -> None:
+    with pytest.raises(MaintenanceError, match="allow_below_safety"):
+        MaintenanceRequest(retention_hours=24)
+
+
+def test_a_request_for_a_name_that_is_not_a_topic_is_refused() -> None:
+    with pytest.raises(MaintenanceError, match="not Kafka topic names"):
+        MaintenanceRequest(topics=("bad topic!",))
+
+
+def test_run_maintenance_optimizes_every_table_and_sums_up(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    append_small_files(spark, warehouse_settings.table_path("events"), 3)
+    lines: list[str] = []
+
+    summary = run_maintenance(
+        spark,
+        warehouse_settings,
+        MaintenanceRequest(retention_hours=0, allow_below_safety=True),
+        report=lines.append,
+    )
+
+    assert lines == [r.line() for r in summary.tables]
+    assert summary.line().startswith(
+        "maintenance: tables=1 compacted=3 removed=3 state_topics=0 at_risk=0 reconciled=0"
+    )
+
+
+def test_run_maintenance_goes_on_with_the_tables_when_the_sweep_fails(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # A state table whose topic is gone: the compaction check cannot read its configs.
+    append_small_files(spark, warehouse_settings.table_path("events"), 2)
+    append_small_files(spark, state_path(warehouse_settings, topic_name), 1)
+    lines: list[str] = []
+
+    summary = run_maintenance(
+        spark,
+        warehouse_settings,
+        MaintenanceRequest(retention_hours=0, allow_below_safety=True),
+        report=lines.append,
+    )
+
+    assert summary.sweep_failed
+    assert "error: compaction sweep failed; OPTIMIZE/VACUUM run anyway" in lines
+    assert [r.table for r in summary.tables] == ["events", f"state/{topic_name}"]
+
+
+def test_maintain_command_refuses_a_low_retention_before_starting_spark() -> None:
+    result = CliRunner().invoke(app, ["maintain", "--retention-hours", "1"])
+
+    assert result.exit_code == 2
+    assert "allow_below_safety" in result.output
+
+
+def test_maintain_command_dry_run_prints_each_table_and_a_summary(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    append_small_files(spark, warehouse_settings.table_path("events"), 2)
+    args = ["maintain", "--dry-run", "--warehouse", str(warehouse_settings.warehouse)]
+
+    result = CliRunner().invoke(app, args)
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].startswith("events: dry run, nothing changed")
+    assert result.output.splitlines()[-1].startswith("maintenance (dry run): tables=1")
+    assert delta_operations(warehouse_settings.table_path("events")) == ["WRITE", "WRITE"]
