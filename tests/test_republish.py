@@ -24,11 +24,10 @@ from cloudevents.core.v1.event import CloudEvent
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake import republish as republish_module
 from eventlake.binding import decode_records
 from eventlake.broker import LocalBroker
-from eventlake.encode import encode_as, single_json_value
 from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.json_shape import single_json_value
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
 from eventlake.republish import (
     DEFAULT_TRAIL_HEADER,
@@ -37,6 +36,8 @@ from eventlake.republish import (
     RepublishSummary,
     run_republish,
 )
+from eventlake.republish import run as run_module
+from eventlake.republish.encode import encode_as
 from eventlake.settings import Settings
 from eventlake.tables import state_path
 from tests.helpers import read_table
@@ -791,7 +792,7 @@ def test_replayed_batch_writes_rejects_once_and_kafka_records_again(
     def crash(*_: Any) -> None:
         raise RuntimeError("simulated crash before the Kafka write")
 
-    monkeypatch.setattr(republish_module, "_write_kafka", crash)
+    monkeypatch.setattr(run_module, "_write_kafka", crash)
     with pytest.raises(Exception, match="simulated crash"):
         run_republish(spark, run_settings, request)
     monkeypatch.undo()
