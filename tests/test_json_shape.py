@@ -1,5 +1,6 @@
-"""The single-JSON-value test's shortcut may only say "certainly one value" when the
-exact, slower scan agrees; everything else must fall through to the scan."""
+"""The single-JSON-value test refuses text that Spark's parser takes leniently, and its
+shortcut may only say "certainly one value" when the exact, slower scan agrees;
+everything else must fall through to the scan."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from eventlake.json_shape import (
     _single_value_by_parse,
     _single_value_by_scan,
     single_json_shape,
+    single_json_value,
     wrapped_for_shape,
 )
 
@@ -58,3 +60,21 @@ def test_the_parse_shortcut_vouches_only_for_single_values(spark: SparkSession) 
     assert vouched <= {t for t, single in TEXTS.items() if single}
     # The shortcut is the common path: a plain object must not fall through to the scan.
     assert '{"a":1}' in vouched
+
+
+def test_single_json_value_refuses_what_spark_parses_leniently(spark: SparkSession) -> None:
+    texts = {
+        '{"a":1}': True,
+        ' [1, {"b": "}{"}]\n': True,
+        '"x"': True,
+        "-1.5e3": True,
+        '{"a":1}}': False,  # Spark's parser stops after the object
+        '{"a":1} {"b":2}': False,
+        "1 2": False,
+        "[1]]": False,
+        "nul": False,
+        "": False,
+    }
+    frame = spark.createDataFrame([(t,) for t in texts], "text string")
+    rows = frame.select("text", single_json_value(F.col("text")).alias("ok")).collect()
+    assert {r.text: r.ok for r in rows} == texts

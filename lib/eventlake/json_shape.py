@@ -1,6 +1,7 @@
 """JSON text that is exactly one JSON value, decided with Spark expressions: what the
-sender side (:mod:`eventlake.encode`) needs to copy JSON data verbatim between content
-modes. (The receiver's JSON parsing is the JVM decoder's, see :mod:`eventlake.binding`.)
+sender side (:mod:`eventlake.republish.encode`) needs to copy JSON data verbatim between
+content modes. (The receiver's JSON parsing is the JVM decoder's, see
+:mod:`eventlake.binding`.)
 
 Example:
     >>> df.where(single_json_value(F.col("text")))

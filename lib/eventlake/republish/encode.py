@@ -84,7 +84,6 @@ _MEMBER_ATTRIBUTES: Final = (
     "subject",
     "time",
 )
-#: JSON's four whitespace characters (RFC 8259); Spark's trim only knows the space.
 #: The text after the last ``"data":`` that follows ``{`` or ``,``, up to the final brace.
 #: A ``,"`` or ``{"`` never occurs inside a JSON string (a quote there is escaped).
 _DATA_MEMBER_TAIL: Final = (
@@ -92,11 +91,12 @@ _DATA_MEMBER_TAIL: Final = (
 )
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def record_headers() -> Column:
+    """The decoded record's Kafka headers; an empty array when it has none.
 
-
-def _headers() -> Column:
+    Example:
+        >>> decoded.select(F.size(record_headers()).alias("headers"))
+    """
     return F.coalesce(F.col("kafka_headers"), F.array().cast(HEADERS_TYPE))
 
 
@@ -109,9 +109,13 @@ def header(name: str, value: Column) -> Column:
     return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
 
 
-def _header_text(name: str) -> Column:
-    """First header called ``name`` as a string; null when absent."""
-    first = F.try_element_at(F.filter(_headers(), lambda h: h["key"] == name), F.lit(1))
+def header_text(name: str) -> Column:
+    """First header called ``name`` of the decoded record as a string; null when absent.
+
+    Example:
+        >>> decoded.select(header_text("origin").alias("origin"))
+    """
+    first = F.try_element_at(F.filter(record_headers(), lambda h: h["key"] == name), F.lit(1))
     return first["value"].cast("string")
 
 
@@ -119,7 +123,7 @@ def other_headers() -> Column:
     """The record's headers that do not carry the event (neither ``ce_*`` nor
     content-type), in their order, duplicates included."""
     return F.filter(
-        _headers(),
+        record_headers(),
         lambda h: ~h["key"].startswith(CE_PREFIX) & (h["key"] != CONTENT_TYPE_HEADER),
     )
 
@@ -135,7 +139,7 @@ def event_time_text() -> Column:
         "try_variant_get(try_parse_json(cast(kafka_value as string)), '$.time', 'string')"
     )
     return F.when(F.col("content_mode") == CONTENT_MODE_STRUCTURED, structured).otherwise(
-        _header_text(f"{CE_PREFIX}time")
+        header_text(f"{CE_PREFIX}time")
     )
 
 
@@ -332,6 +336,6 @@ def encode_as(decoded: DataFrame, mode: ContentMode) -> DataFrame:
     return staged.withColumns(
         {
             ENCODED_VALUE: F.when(convert, F.col("_enc_value")).otherwise(F.col("kafka_value")),
-            ENCODED_HEADERS: F.when(convert, F.col("_enc_headers")).otherwise(_headers()),
+            ENCODED_HEADERS: F.when(convert, F.col("_enc_headers")).otherwise(record_headers()),
         }
     ).drop(*helpers)

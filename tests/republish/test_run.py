@@ -1,9 +1,11 @@
 """Re-key and republish on the real broker: Key Mappers, content modes, tombstones,
 header transforms, the routing trail, rejects, and a chain into a state table.
 
-One source topic holds a small corpus (hand-made records and events made by the
-official CloudEvents SDK); each republish configuration runs once per module and the
-tests read its target topic back and compare it with the source byte for byte.
+One source topic holds the corpus (:mod:`tests.republish.corpus`); each republish
+configuration runs once per module and the tests read its target topic back and compare
+it with the source byte for byte. What the plan and the mode conversion do to a record
+is checked here, through those runs, not in modules of their own: each module would
+run the configurations over the broker again.
 """
 
 from __future__ import annotations
@@ -12,186 +14,28 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.formats.json import JSONFormat
-from cloudevents.core.v1.event import CloudEvent
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from eventlake import republish as republish_module
-from eventlake.binding import decode_records
 from eventlake.broker import LocalBroker
-from eventlake.encode import encode_as, single_json_value
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
-from eventlake.republish import (
-    DEFAULT_TRAIL_HEADER,
-    RepublishError,
-    RepublishRequest,
-    RepublishSummary,
-    run_republish,
-)
+from eventlake.republish import run as run_module
+from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
+from eventlake.republish.run import RepublishSummary, run_republish
 from eventlake.settings import Settings
 from eventlake.tables import state_path
 from tests.helpers import read_table
+from tests.republish.corpus import SDK_EVENTS, SOURCE_RECORDS, Headers, ce_headers
 from tests.test_partitioner import java_partition
 
-Headers = list[tuple[str, bytes | None]]
 TARGET_PARTITIONS = 3
 STRUCTURED_CT = b"application/cloudevents+json; charset=UTF-8"
-SDK_TIME = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
-
-
-def _ce(event_id: str, type_: str, source: bytes = b"/shop", **extra: bytes) -> Headers:
-    headers: Headers = [
-        ("ce_specversion", b"1.0"),
-        ("ce_id", event_id.encode()),
-        ("ce_source", source),
-        ("ce_type", type_.encode()),
-    ]
-    return headers + [(f"ce_{name}", value) for name, value in extra.items()]
-
-
-def _structured(members: dict[str, Any]) -> bytes:
-    return json.dumps(members).encode()  # the SDK's style: ", " and ": " separators
-
-
-JSON_CT: Headers = [("content-type", b"application/cloudevents+json")]
-
-#: name -> (key, value, headers). Every record is distinct, so it can be found again.
-CORPUS: dict[str, tuple[bytes | None, bytes | None, Headers]] = {
-    "bin-json": (
-        b"r1",
-        b'{"amount": 1.50, "items": [1, 2]}',
-        [
-            ("trace", b"\x00\x01"),
-            *_ce(
-                "b1",
-                "order.created",
-                time=b"2024-05-06T07:08:09.123456789+02:00",
-                subject=b"order-1",
-                partitionkey=b"cust-1",
-            ),
-            ("content-type", b"application/json"),
-            ("trace", b"dup"),
-        ],
-    ),
-    "bin-bytes": (
-        b"r2",
-        b"\xff\x00\x10",
-        [*_ce("b2", "blob", partitionkey=b"cust-2"), ("content-type", b"application/octet-stream")],
-    ),
-    "bin-text": (
-        b"r3",
-        "héllo\n".encode(),
-        [
-            *_ce("b3", "note", partitionkey=b"cust-1"),
-            ("content-type", b"text/plain; charset=utf-8"),
-        ],
-    ),
-    "bin-tombstone": (b"r4", None, _ce("b4", "deleted", partitionkey=b"cust-2")),
-    "st-json": (
-        b"r5",
-        _structured(
-            {
-                "specversion": "1.0",
-                "id": "s5",
-                "source": "/crm",
-                "type": "customer.updated",
-                "datacontenttype": "application/json",
-                "partitionkey": "cust-3",
-                "priority": 5,
-                "data": {"name": "Zoë", "tags": ["a", "b"]},
-            }
-        ),
-        [*JSON_CT, ("origin", b"eu")],
-    ),
-    "st-base64": (
-        b"r6",
-        _structured(
-            {
-                "specversion": "1.0",
-                "id": "s6",
-                "source": "/crm",
-                "type": "avatar",
-                "datacontenttype": "image/png",
-                "partitionkey": "cust-1",
-                "data_base64": "iVBORw==",
-            }
-        ),
-        JSON_CT,
-    ),
-    "st-nodata": (
-        b"r7",
-        _structured(
-            {
-                "specversion": "1.0",
-                "id": "s7",
-                "source": "/crm",
-                "type": "customer.ping",
-                "partitionkey": "cust-4",
-            }
-        ),
-        JSON_CT,
-    ),
-    "bin-no-partitionkey": (
-        b"r8",
-        b"{}",
-        [*_ce("b8", "order.viewed"), ("content-type", b"application/json")],
-    ),
-    "not-a-cloudevent": (b"r9", b"plain bytes", [("x", b"1")]),
-    "plain-tombstone": (b"r10", None, []),
-    "no-key": (
-        None,
-        b'"text"',
-        [
-            *_ce("b11", "order.noted", subject=b"order-11", partitionkey=b"cust-5"),
-            ("content-type", b"application/json"),
-        ],
-    ),
-}
-
-
-def _sdk_events() -> dict[str, tuple[BaseCloudEvent, bool]]:
-    """Events made with the official SDK: name -> (event, sent in binary mode)."""
-
-    def event(event_id: str, key: str, content_type: str, data: Any) -> CloudEvent:
-        attributes = {
-            "type": "sdk.test",
-            "source": "/sdk",
-            "id": event_id,
-            "time": SDK_TIME,
-            "subject": f"subject-{event_id}",
-            "partitionkey": key,
-            "datacontenttype": content_type,
-        }
-        return CloudEvent(attributes, data)
-
-    return {
-        "sdk-bin-json": (
-            event("k1", "cust-7", "application/json", {"message": "Hello", "n": [1, 2.5]}),
-            True,
-        ),
-        "sdk-st-text": (event("k2", "cust-8", "text/plain", "plain text"), False),
-        "sdk-bin-bytes": (event("k3", "cust-9", "application/octet-stream", b"\xff\xfe\x00"), True),
-        "sdk-st-json": (event("k4", "cust-7", "application/json", {"a": {"b": None}}), False),
-    }
-
-
-def _sdk_record(event: BaseCloudEvent, binary: bool) -> tuple[bytes | None, bytes | None, Headers]:
-    message = (ce_kafka.to_binary if binary else ce_kafka.to_structured)(event, JSONFormat())
-    key = message.key.encode() if isinstance(message.key, str) else message.key
-    return key, message.value, list(message.headers.items())
-
-
-SDK_EVENTS = _sdk_events()
-SOURCE_RECORDS = CORPUS | {name: _sdk_record(e, b) for name, (e, b) in SDK_EVENTS.items()}
 
 
 @dataclass(frozen=True)
@@ -367,76 +211,6 @@ def _is_cloudevent(name: str) -> bool:
 
 
 # --- request validation -------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["ce_id", "content-type", "CE_type", "Content-Type"])
-def test_cloudevents_headers_cannot_be_dropped(name: str) -> None:
-    with pytest.raises(RepublishError, match="carry the event"):
-        RepublishRequest(source="a", target="b", drop_headers=(name,))
-
-
-@pytest.mark.parametrize(
-    "option",
-    [
-        {"insert_headers": (("ce_id", "x"),)},
-        {"attribute_headers": (("subject", "content-type"),)},
-    ],
-)
-def test_cloudevents_headers_cannot_be_written_by_transforms(option: dict[str, Any]) -> None:
-    with pytest.raises(RepublishError, match="carry the event"):
-        RepublishRequest(source="a", target="b", **option)
-
-
-def test_trail_header_cannot_be_dropped() -> None:
-    with pytest.raises(RepublishError, match="append-only"):
-        RepublishRequest(source="a", target="b", drop_headers=(DEFAULT_TRAIL_HEADER,))
-
-
-def test_source_and_target_must_differ() -> None:
-    with pytest.raises(RepublishError, match="same topic"):
-        RepublishRequest(source="a", target="a")
-
-
-def test_unknown_key_mapper_is_refused_with_the_accepted_forms() -> None:
-    with pytest.raises(RepublishError, match="attribute:<name>"):
-        RepublishRequest(source="a", target="b", key_mapper="subject")
-
-
-def test_header_to_attribute_needs_the_structured_conversion() -> None:
-    with pytest.raises(RepublishError, match="--to-mode structured"):
-        RepublishRequest(source="a", target="b", header_attributes=(("origin", "origin"),))
-
-
-def test_single_json_value_refuses_what_spark_parses_leniently(spark: SparkSession) -> None:
-    texts = {
-        '{"a":1}': True,
-        ' [1, {"b": "}{"}]\n': True,
-        '"x"': True,
-        "-1.5e3": True,
-        '{"a":1}}': False,  # Spark's parser stops after the object
-        '{"a":1} {"b":2}': False,
-        "1 2": False,
-        "[1]]": False,
-        "nul": False,
-        "": False,
-    }
-    frame = spark.createDataFrame([(t,) for t in texts], "text string")
-    rows = frame.select("text", single_json_value(F.col("text")).alias("ok")).collect()
-    assert {r.text: r.ok for r in rows} == texts
-
-
-def test_cli_refuses_dropping_a_cloudevents_header_with_exit_code_2() -> None:
-    from typer.testing import CliRunner
-
-    from eventlake.cli import app
-
-    result = CliRunner().invoke(
-        app, ["republish", "--source", "a", "--target", "b", "--drop-header", "ce_id"]
-    )
-    assert result.exit_code == 2
-    assert "carry the event" in result.output
-
-
 # --- Key Mappers with the content mode kept -------------------------------------------
 
 
@@ -637,77 +411,6 @@ def test_to_binary_refuses_a_structured_event_without_data(republished: Runner) 
     assert run.rejects["st-nodata"][0] == "no_data_not_convertible"
 
 
-#: name -> (structured value, content-type expected on the binary record or None).
-UNTYPED_DATA = {
-    "json-object": (
-        b'{"specversion":"1.0","id":"u1","source":"/u","type":"t","data":{"a":1}}',
-        b"application/json",
-    ),
-    "json-string": (
-        b'{"specversion":"1.0","id":"u2","source":"/u","type":"t","data":"hi"}',
-        b"application/json",
-    ),
-    "json-beside-null-base64": (
-        b'{"specversion":"1.0","id":"u3","source":"/u","type":"t","data_base64":null,"data":[1]}',
-        b"application/json",
-    ),
-    # The base64 of {"a":1}: bytes that look like JSON, but are not the JSON data member.
-    "base64": (
-        b'{"specversion":"1.0","id":"u4","source":"/u","type":"t","data_base64":"eyJhIjoxfQ=="}',
-        None,
-    ),
-    "base64-escaped-name": (
-        b'{"specversion":"1.0","id":"u5","source":"/u","type":"t",'
-        b'"data_b\\u0061se64":"eyJhIjoxfQ=="}',
-        None,
-    ),
-    "data-null": (b'{"specversion":"1.0","id":"u6","source":"/u","type":"t","data":null}', None),
-    "no-data": (b'{"specversion":"1.0","id":"u7","source":"/u","type":"t"}', None),
-    "typed": (
-        b'{"specversion":"1.0","id":"u8","source":"/u","type":"t",'
-        b'"datacontenttype":"text/plain","data":"hi"}',
-        b"text/plain",
-    ),
-}
-
-
-def test_to_binary_types_untyped_json_data_as_application_json(spark: SparkSession) -> None:
-    """JSON format 3.1.2: JSON data without datacontenttype is application/json, so the
-    binary record says so; data from data_base64 (or no data) gets no content-type."""
-    records = spark.createDataFrame(
-        [
-            (
-                name.encode(),
-                value,
-                "untyped",
-                0,
-                offset,
-                None,
-                0,
-                [("content-type", b"application/cloudevents+json")],
-            )
-            for offset, (name, (value, _)) in enumerate(UNTYPED_DATA.items())
-        ],
-        "key binary, value binary, topic string, partition int, offset long, "
-        "timestamp timestamp, timestampType int, headers array<struct<key:string,value:binary>>",
-    )
-
-    rows = decode_records(records).transform(encode_as, "binary").collect()
-
-    assert {bytes(r.kafka_key).decode(): r.reject_reason for r in rows} == dict.fromkeys(
-        UNTYPED_DATA
-    )
-    content_types = {
-        bytes(r.kafka_key).decode(): [
-            bytes(h.value) for h in r.encoded_headers if h.key == "content-type"
-        ]
-        for r in rows
-    }
-    assert content_types == {
-        name: [] if expected is None else [expected] for name, (_, expected) in UNTYPED_DATA.items()
-    }
-
-
 def test_binary_to_structured_to_binary_gives_back_the_same_event(republished: Runner) -> None:
     first = republished("to-structured")
     back = republished("round-trip", from_topic=first.target, to_mode="binary")
@@ -791,7 +494,7 @@ def test_replayed_batch_writes_rejects_once_and_kafka_records_again(
     def crash(*_: Any) -> None:
         raise RuntimeError("simulated crash before the Kafka write")
 
-    monkeypatch.setattr(republish_module, "_write_kafka", crash)
+    monkeypatch.setattr(run_module, "_write_kafka", crash)
     with pytest.raises(Exception, match="simulated crash"):
         run_republish(spark, run_settings, request)
     monkeypatch.undo()
@@ -836,7 +539,7 @@ def test_chain_republish_by_partitionkey_then_ingest_gives_latest_state(
         settings,
         raw,
         [
-            (uuid.uuid4().bytes, data, _ce(event_id, "t", partitionkey=entity.encode()))
+            (uuid.uuid4().bytes, data, ce_headers(event_id, "t", partitionkey=entity.encode()))
             for entity, event_id, data in history
         ],
     )

@@ -1,0 +1,307 @@
+"""Running a republish: :func:`run_republish` prepares the target topic and the rejects
+table, then runs the plan (:mod:`eventlake.republish.plan`) as a stream, or as one
+bounded batch when the request has ending offsets, and counts it in a
+:class:`RepublishSummary`.
+
+Partitions come from the Java producer inside Spark's Kafka sink: the default
+partitioner hashes the key with murmur2, like every Java/Kafka Streams client, so no
+partition is set here.
+
+Delivery to Kafka is at least once (Spark's Kafka sink): after a crash a batch may be
+written again. Downstream ingest stays correct because events are unique by (source,
+id) and state tables keep the last record per key. Rejects are written exactly once:
+streaming batches by commits that name the batch (:mod:`eventlake.batch_commits`),
+bounded runs by inserting only rows not yet in the table. Per-entity order is kept
+where the source has one: records of one source partition are written in offset order.
+
+Example:
+    >>> request = RepublishRequest(source="orders.raw", target="orders",
+    ...                            key_mapper="partitionkey", cleanup_policy="compact")
+    >>> print(run_republish(spark, settings, request).line())
+    republish orders.raw -> orders: read=120 republished=118 rejected=2 \
+(missing_key_attribute=2) batches=1 seconds=5.1
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.batch_commits import BatchCommits
+from eventlake.binding import decode_records
+from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
+from eventlake.kafka import (
+    check_connection,
+    connection_lost_error,
+    create_topic,
+    kafka_source_options,
+    make_admin,
+    write_to_kafka,
+)
+from eventlake.observed import observe_reasons, reason_counts, rejects_lost
+from eventlake.republish.plan import (
+    REPUBLISH_REASONS,
+    plan_republish,
+    planned_records,
+    planned_rejects,
+)
+from eventlake.republish.request import RepublishError, RepublishRequest
+from eventlake.settings import Settings
+from eventlake.streaming import (
+    StreamSpec,
+    checkpoint_folder,
+    holding_checkpoint,
+    run_stream,
+)
+from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table
+
+_REJECT_COORDINATES: Final = (
+    "kafka_topic",
+    "kafka_partition",
+    "kafka_offset",
+    "reason",
+    "rejected_by",
+)
+
+
+@dataclass
+class RepublishSummary:
+    """Counts of one run, printed as one line at the end."""
+
+    source: str
+    target: str
+    records_read: int = 0
+    republished: int = 0
+    rejects_by_reason: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    seconds: float = 0.0
+    created_target: bool = False
+    #: The signal that stopped a streaming run (None: it ended on its own).
+    stopped_by: str | None = None
+
+    @property
+    def rejected(self) -> int:
+        return sum(self.rejects_by_reason.values())
+
+    def add_batch(self, counts: dict[str | None, int]) -> None:
+        self.batches += 1
+        for reason, count in counts.items():
+            self.records_read += count
+            if reason is None:
+                self.republished += count
+            else:
+                self.rejects_by_reason[reason] += count
+
+    def counts_text(self) -> str:
+        """The counts so far, for progress lines: ``batches=2 read=10 republished=9 ...``."""
+        return (
+            f"batches={self.batches} read={self.records_read} "
+            f"republished={self.republished} rejected={self.rejected}"
+        )
+
+    def line(self) -> str:
+        reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
+        return (
+            f"republish {self.source} -> {self.target}: read={self.records_read} "
+            f"republished={self.republished} rejected={self.rejected}"
+            + (f" ({reasons})" if reasons else "")
+            + f" batches={self.batches} seconds={self.seconds:.1f}"
+            + (" (target created)" if self.created_target else "")
+            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
+        )
+
+
+def kafka_reader_options(settings: Settings, request: RepublishRequest) -> dict[str, str]:
+    """Options of Spark's Kafka source for this request."""
+    return kafka_source_options(
+        settings,
+        {"subscribe": request.source},
+        starting_offsets=request.starting_offsets,
+        ending_offsets=request.ending_offsets,
+    )
+
+
+def prepare_target(settings: Settings, request: RepublishRequest) -> tuple[bool, bool]:
+    """Create the target topic if missing; return (created, compacted).
+
+    Example:
+        >>> prepare_target(settings, RepublishRequest(source="a", target="b", partitions=6))
+        (True, False)
+    """
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    admin = make_admin(settings)
+    topics = admin.list_topics(timeout=30).topics
+    if request.source not in topics:
+        raise RepublishError(f"source topic {request.source!r} does not exist")
+    partitions = request.partitions or len(topics[request.source].partitions)
+    config = {"cleanup.policy": request.cleanup_policy} if request.cleanup_policy else None
+    created = create_topic(settings, request.target, partitions=partitions, config=config)
+    if not created and request.target in topics:
+        existing = len(topics[request.target].partitions)
+        if request.partitions is not None and existing != request.partitions:
+            print(
+                f"republish: target {request.target} exists with {existing} partitions; "
+                f"--partitions {request.partitions} only applies to a new topic",
+                flush=True,
+            )
+    resource = ConfigResource(ResourceType.TOPIC, request.target)
+    entries = admin.describe_configs([resource])[resource].result(timeout=30)
+    policy = str(entries["cleanup.policy"].value or "")
+    return created, "compact" in policy
+
+
+def _plan_observed(
+    records: DataFrame, request: RepublishRequest, compacted: bool, seen: Observation
+) -> DataFrame:
+    """The plan of ``records``, counted by reason into ``seen`` by the first action."""
+    planned = plan_republish(decode_records(records), request, target_compacted=compacted)
+    return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
+
+
+def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
+    path = str(settings.table_path(REJECTS))
+    ensure_table(spark, path, REJECTS_SCHEMA)
+    return path
+
+
+def _write_kafka(settings: Settings, request: RepublishRequest, planned: DataFrame) -> None:
+    write_to_kafka(planned_records(planned), settings, request.target)
+
+
+def run_republish(
+    spark: SparkSession, settings: Settings, request: RepublishRequest
+) -> RepublishSummary:
+    """Run one republish (streaming, or bounded batch with ending offsets) and count it.
+
+    Example:
+        >>> run_republish(spark, settings, RepublishRequest(source="a", target="b")).line()
+        'republish a -> b: read=10 republished=10 rejected=0 batches=1 seconds=3.0'
+    """
+    started = time.monotonic()
+    check_connection(settings)
+    created, compacted = prepare_target(settings, request)
+    rejects_path = _ensure_rejects_table(spark, settings)
+    try:
+        if request.bounded:
+            summary = _run_bounded(spark, settings, request, rejects_path, compacted)
+        else:
+            summary = _run_streaming(spark, settings, request, rejects_path, compacted)
+    except Exception as error:
+        lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
+        if lost is not None:
+            raise lost from error
+        raise
+    summary.created_target = created
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
+    if request.bounded:
+        return "Once Kafka answers, rerun the same command (delivery is at least once)."
+    checkpoint = checkpoint_folder(settings.checkpoints, request)
+    return (
+        f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
+        "command; it resumes after the last committed batch (records of the interrupted "
+        "batch may be written to the target again: delivery is at least once)."
+    )
+
+
+def _run_streaming(
+    spark: SparkSession,
+    settings: Settings,
+    request: RepublishRequest,
+    rejects_path: str,
+    compacted: bool,
+) -> RepublishSummary:
+    with holding_checkpoint(settings.checkpoints, "republish", request) as checkpoint:
+        return _stream(spark, settings, request, checkpoint, rejects_path, compacted)
+
+
+def _stream(
+    spark: SparkSession,
+    settings: Settings,
+    request: RepublishRequest,
+    checkpoint: Path,
+    rejects_path: str,
+    compacted: bool,
+) -> RepublishSummary:
+    fresh = not (checkpoint / IDENTITY_FILE).exists()
+    identity = claim_checkpoint(
+        checkpoint,
+        source=f"topic:{request.source}",
+        targets=[f"kafka:{request.target}", rejects_path],
+    )
+    commits = BatchCommits.open(spark, checkpoint, identity.app_id, [rejects_path], fresh=fresh)
+    summary = RepublishSummary(source=request.source, target=request.target)
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        # One pass writes the records and counts them; only a batch with rejects is read
+        # again, for the rejects. A replay after a crash writes the Kafka records again
+        # (at least once) and skips rejects already committed (eventlake.batch_commits).
+        seen = Observation()
+        _write_kafka(settings, request, _plan_observed(batch, request, compacted, seen))
+        counts = reason_counts(seen, REPUBLISH_REASONS)
+        has_rejects = any(reason is not None for reason in counts)
+        if has_rejects and not commits.committed(spark, rejects_path, batch_id):
+            seen_again = Observation()
+            rejects = planned_rejects(
+                _plan_observed(batch, request, compacted, seen_again), request.target
+            )
+            commits.append(spark, rejects, rejects_path, batch_id)
+            warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+            if warning:
+                print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
+        summary.add_batch(counts)
+        print(f"republish: batch {batch_id} done, {sum(counts.values())} records", flush=True)
+
+    spec = StreamSpec(
+        job="republish",
+        options=kafka_reader_options(settings, request),
+        checkpoint=checkpoint,
+        trigger=request.trigger,
+        progress_seconds=settings.progress_seconds,
+    )
+    outcome = run_stream(spark, spec, write_batch, progress=summary.counts_text)
+    summary.stopped_by = outcome.stopped_by
+    return summary
+
+
+def _run_bounded(
+    spark: SparkSession,
+    settings: Settings,
+    request: RepublishRequest,
+    rejects_path: str,
+    compacted: bool,
+) -> RepublishSummary:
+    records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
+    seen = Observation()
+    _write_kafka(settings, request, _plan_observed(records, request, compacted, seen))
+    counts = reason_counts(seen, REPUBLISH_REASONS)
+    if any(reason is not None for reason in counts):
+        # Insert-if-absent, so that a replay of the same range adds no reject twice
+        # (an anti join and an append: the same as an insert-only MERGE, far cheaper).
+        existing = (
+            spark.read.format("delta")
+            .load(rejects_path)
+            .where(F.col("kafka_topic") == request.source)
+            .select(*_REJECT_COORDINATES)
+        )
+        seen_again = Observation()
+        new_rejects = planned_rejects(
+            _plan_observed(records, request, compacted, seen_again), request.target
+        ).join(existing, list(_REJECT_COORDINATES), "left_anti")
+        new_rejects.write.format("delta").mode("append").save(rejects_path)
+        warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+        if warning:
+            print(f"republish: WARNING {warning}", flush=True)
+    summary = RepublishSummary(source=request.source, target=request.target)
+    summary.add_batch(counts)
+    return summary
