@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.plan import plan_checks
+
+# A plan holds Spark Columns (the conditions of offending rows): building one needs an
+# active session.
+pytestmark = pytest.mark.usefixtures("spark")
 
 
 def test_checks_needing_topic_settings_are_off_by_default() -> None:
