@@ -132,10 +132,10 @@ class Settings(BaseSettings):
         ge=0,
         description="Seconds between the progress lines of a streaming run (0: none).",
     )
-    # Validated by eventlake.quality_config.load_quality_config when a check starts.
+    # Validated by eventlake.quality.config.load_quality_config when a check starts.
     quality: dict[str, Any] = Field(
         default_factory=dict,
-        description="Data-quality rules (JSON, see eventlake.quality_config.QualityConfig): "
+        description="Data-quality rules (JSON, see eventlake.quality.config.QualityConfig): "
         '{"defaults": {"max_rejects_rate": 0.01}, "topics": {"orders": {"keyed": true, '
         '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )

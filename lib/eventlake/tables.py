@@ -56,7 +56,7 @@ CONFLICT_BACKOFF_SECONDS: Final = 1.0
 
 EVENTS = "events"
 REJECTS = "rejects"
-#: Results of the data-quality checks (written by eventlake.quality).
+#: Results of the data-quality checks (written by eventlake.quality.results).
 DQ_RESULTS = "dq_results"
 #: Folder of the state tables under the warehouse: ``state/<topic>``.
 STATE_FOLDER: Final = "state"

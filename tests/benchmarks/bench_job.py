@@ -160,8 +160,7 @@ def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
 
 def quality(spark: SparkSession, settings: Settings, _args: argparse.Namespace) -> None:
     """Every data-quality check over the whole events table of the warehouse."""
-    from eventlake.quality import CheckRequest, run_checks
-    from eventlake.quality_config import QualityConfig, TopicRules
+    from eventlake.quality import CheckRequest, QualityConfig, TopicRules, run_checks
 
     # Every check applies to the bench events.
     rules = QualityConfig(

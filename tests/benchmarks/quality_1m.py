@@ -24,8 +24,7 @@ import psutil
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.quality import CheckRequest, run_checks
-from eventlake.quality_config import QualityConfig
+from eventlake.quality import CheckRequest, QualityConfig, run_checks
 from eventlake.settings import Settings, load_settings
 from eventlake.spark import spark_conf
 from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, REJECTS_SCHEMA, ensure_tables

@@ -10,8 +10,6 @@ table written directly. A second ingest + ``--topic`` run shows the incremental 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,28 +24,10 @@ from eventlake.broker import LocalBroker
 from eventlake.cli import app
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
-from eventlake.quality import (
-    ABSOLUTE_URI_PATTERN,
-    DQ_DOCS,
-    DQ_RESULTS,
-    MEDIA_TYPE_PATTERN,
-    URI_REFERENCE_PATTERN,
-    CheckReport,
-    CheckRequest,
-    QualityError,
-    new_data_files,
-    plan_checks,
-    run_checks,
-)
-from eventlake.quality_config import (
-    CheckName,
-    QualityConfig,
-    QualityConfigError,
-    TopicRules,
-    load_quality_config,
-)
-from eventlake.settings import Settings, load_settings
-from eventlake.tables import EVENTS, EVENTS_SCHEMA
+from eventlake.quality import CheckName, CheckReport, CheckRequest, QualityConfig, run_checks
+from eventlake.quality.gx import DQ_DOCS
+from eventlake.settings import Settings
+from eventlake.tables import DQ_RESULTS, EVENTS, EVENTS_SCHEMA
 
 RUN = uuid.uuid4().hex[:8]
 GOOD = f"q-good-{RUN}"
@@ -350,141 +330,6 @@ def test_crafted_table_run_exits_1(crafted: CheckReport) -> None:
 def test_crafted_table_without_rejects_table_records_rate_zero(crafted: CheckReport) -> None:
     (result,) = [r for r in crafted.results if r.check is CheckName.REJECTS_RATE]
     assert result.success and result.observed_value.startswith("0.0000")
-
-
-# --- pure parts: configuration, the Delta log, patterns -------------------------------
-
-
-def test_topic_overrides_merge_with_defaults_and_severities() -> None:
-    config = load_quality_config(
-        {
-            "defaults": {"max_rejects_rate": 0.01, "severity": {"row_count": "error"}},
-            "topics": {"orders": {"keyed": True, "severity": {"unique_source_id": "error"}}},
-        }
-    )
-    rules = config.rules_for("orders")
-    assert (rules.keyed, rules.max_rejects_rate) == (True, 0.01)
-    assert rules.severity_of(CheckName.ROW_COUNT) == "error"
-    assert rules.severity_of(CheckName.UNIQUE_SOURCE_ID) == "error"
-    assert config.rules_for("other").keyed is False
-
-
-def test_quality_config_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVENTLAKE_QUALITY", '{"topics": {"orders": {"min_rows": 5}}}')
-    config = load_quality_config(load_settings().quality)
-    assert config.rules_for("orders").min_rows == 5
-
-
-def test_invalid_quality_config_names_the_field() -> None:
-    with pytest.raises(QualityConfigError, match="max_rejects_rate"):
-        load_quality_config({"defaults": {"max_rejects_rate": 2}})
-
-
-def test_override_that_breaks_row_bounds_is_refused() -> None:
-    config = load_quality_config({"defaults": {"min_rows": 10}, "topics": {"t": {"max_rows": 5}}})
-    with pytest.raises(QualityConfigError, match="max_rows"):
-        config.rules_for("t")
-
-
-def test_checks_needing_topic_settings_are_off_by_default() -> None:
-    planned = {p.check for p in plan_checks(TopicRules(), latest_time=datetime.now(UTC))}
-    optional = {CheckName.TYPE_PATTERN, CheckName.TIME_PRESENT, CheckName.PARTITIONKEY_PRESENT}
-    assert not planned & optional
-    assert CheckName.SOURCE_URI_REFERENCE in planned
-
-
-def test_check_selection_limits_the_plan() -> None:
-    rules = TopicRules(checks=frozenset({CheckName.SPECVERSION, CheckName.ROW_COUNT}))
-    planned = [p.check for p in plan_checks(rules, latest_time=datetime.now(UTC))]
-    assert planned == [CheckName.SPECVERSION, CheckName.ROW_COUNT]
-
-
-def test_only_the_events_table_can_be_checked() -> None:
-    with pytest.raises(QualityError, match="events"):
-        CheckRequest(table="rejects")
-
-
-def test_cli_refuses_unknown_table_with_exit_2() -> None:
-    result = CliRunner().invoke(app, ["check", "--table", "state"])
-    assert result.exit_code == 2
-
-
-def test_new_data_files_keeps_appends_and_skips_rewrites() -> None:
-    commits: list[list[dict[str, Any]]] = [
-        [{"add": {"path": "a", "dataChange": True}}, {"commitInfo": {}}],
-        [  # OPTIMIZE: rows move, nothing new
-            {"remove": {"path": "a", "dataChange": False}},
-            {"add": {"path": "b", "dataChange": False}},
-        ],
-        [{"add": {"path": "c", "dataChange": True}}],
-    ]
-    assert new_data_files(commits) == ["a", "c"]
-
-
-def test_new_data_files_drops_deleted_files_but_not_deletion_vector_readds() -> None:
-    commits: list[list[dict[str, Any]]] = [
-        [{"add": {"path": "a", "dataChange": True}}, {"add": {"path": "b", "dataChange": True}}],
-        [
-            {"remove": {"path": "a", "dataChange": True}},
-            {"remove": {"path": "b", "dataChange": True}},
-            {"add": {"path": "b", "dataChange": True, "deletionVector": {"cardinality": 1}}},
-        ],
-    ]
-    assert new_data_files(commits) == ["b"]
-
-
-@pytest.mark.parametrize(
-    ("pattern", "valid", "invalid"),
-    [
-        (
-            URI_REFERENCE_PATTERN,
-            ["/tests", "https://a.example/x?y=1#z", "urn:uuid:1", "//host/p", "a%20b", "x/y:z"],
-            ["not a uri", "%zz", "1abc:x", "a|b", "tab\there", "/tests\n"],
-        ),
-        (
-            ABSOLUTE_URI_PATTERN,
-            ["https://example.com/s.json", "urn:example:s", "tag:acme.com,2024:x?v=1"],
-            ["/schemas/s.json", "s.json", "https://x/y#frag", "http://a b", "urn:example:s\n"],
-        ),
-        (
-            MEDIA_TYPE_PATTERN,
-            [
-                "application/json",
-                "application/cloudevents+json; charset=utf-8",
-                'text/plain;charset="utf-8"',
-                "application/vnd.acme.v1+json",
-            ],
-            [
-                "json",
-                "application/",
-                "application/json;",
-                "text/plain; charset",
-                "a b/json",
-                "application/json\n",
-            ],
-        ),
-    ],
-    ids=["uri_reference", "absolute_uri", "media_type"],
-)
-def test_attribute_patterns_in_spark(
-    spark: SparkSession, pattern: str, valid: list[str], invalid: list[str]
-) -> None:
-    frame = spark.createDataFrame([(v, True) for v in valid] + [(v, False) for v in invalid])
-    rows = frame.select("_2", F.col("_1").rlike(pattern).alias("ok")).collect()
-    assert [r.ok for r in rows] == [r._2 for r in rows]
-
-
-def test_importing_quality_keeps_gx_import_logs_quiet() -> None:
-    # A fresh interpreter with logging configured at INFO, as under Airflow.
-    script = (
-        "import logging; logging.basicConfig(level=logging.INFO); "
-        "import eventlake.quality, great_expectations; print('imported')"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
-    )
-    assert done.stdout.strip() == "imported"
-    assert "Skipping registering function" not in done.stderr
 
 
 def test_check_runs_release_the_slice_they_cache(

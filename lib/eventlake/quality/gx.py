@@ -1,0 +1,200 @@
+"""Great Expectations as the checks use it: the context, a validator per run, and reading
+GX's results back (by plan index, with labels and exception messages).
+
+Importing this module quietens GX's import-time loggers before great_expectations loads.
+The package's ``__init__`` imports it first, so every module of the package gets the
+quiet import, even when only one of them (``eventlake.quality.plan``, say) is imported.
+
+Example:
+    >>> validator = Validator.create(settings, run_id="3f2a", run_time=datetime.now(UTC))
+    >>> validator.build_docs()  # None until a suite ran
+"""
+
+# Imports follow the logger set-up below, which must run before great_expectations loads.
+# ruff: noqa: E402
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+#: Loggers that print hundreds of INFO lines ("Skipping registering function ...") while
+#: great_expectations is imported, once logging is configured (Airflow configures it).
+NOISY_GX_LOGGERS: Final = (
+    "great_expectations._docs_decorators",
+    "great_expectations.expectations.registry",
+)
+
+
+def _quiet_gx_import_logs() -> None:
+    for name in NOISY_GX_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:  # a level set on purpose stays
+            logger.setLevel(logging.WARNING)
+
+
+# Must run before the first import of great_expectations: the lines are logged at import.
+_quiet_gx_import_logs()
+
+import great_expectations as gx
+from great_expectations.core.batch_definition import BatchDefinition
+from great_expectations.core.expectation_validation_result import (
+    ExpectationSuiteValidationResult,
+    ExpectationValidationResult,
+)
+from great_expectations.core.run_identifier import RunIdentifier
+from great_expectations.data_context.data_context.ephemeral_data_context import (
+    EphemeralDataContext,
+)
+from great_expectations.data_context.types.base import (
+    DataContextConfig,
+    FilesystemStoreBackendDefaults,
+    ProgressBarsConfig,
+)
+from great_expectations.data_context.types.resource_identifiers import (
+    ExpectationSuiteIdentifier,
+    ValidationResultIdentifier,
+)
+from great_expectations.expectations.expectation import Expectation
+from pyspark.sql import DataFrame
+
+from eventlake.quality.request import QualityError
+from eventlake.settings import Settings
+from eventlake.tables import EVENTS
+
+DQ_DOCS: Final = "dq_docs"
+#: GX's stores (suites, validation results) under the warehouse: Data Docs are built from them.
+GX_STORES: Final = "_dq_gx"
+DOCS_SITE: Final = "eventlake"
+#: Meta key of an expectation's position in the plan (GX reorders results).
+PLAN_INDEX: Final = "eventlake_plan_index"
+
+
+def gx_context(settings: Settings) -> EphemeralDataContext:
+    """A GX context whose stores and Data Docs site live under the warehouse.
+
+    Ephemeral (no great_expectations.yml to keep in sync), but with filesystem stores:
+    validation results accumulate under ``<warehouse>/_dq_gx``, so the Data Docs index at
+    ``<warehouse>/dq_docs`` lists every run, not only the last.
+    """
+    config = DataContextConfig(
+        store_backend_defaults=FilesystemStoreBackendDefaults(
+            root_directory=str(settings.warehouse / GX_STORES)
+        ),
+        data_docs_sites={
+            DOCS_SITE: {
+                "class_name": "SiteBuilder",
+                "show_how_to_buttons": False,
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str(settings.warehouse / DQ_DOCS),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            }
+        },
+        analytics_enabled=False,
+        # Progress bars would go to the job's log, one line per metric batch.
+        progress_bars=ProgressBarsConfig(globally=False),
+    )
+    return gx.get_context(mode="ephemeral", project_config=config)
+
+
+@dataclass
+class Validator:
+    """GX objects shared by the topics of one run."""
+
+    context: EphemeralDataContext
+    events_batch: BatchDefinition[Any]
+    stats_batch: BatchDefinition[Any]
+    run_identifier: RunIdentifier
+    # Validation results and their suites, mixed in one list as GX's UpdateDataDocsAction
+    # passes them (build_data_docs' annotation admits only one kind at a time).
+    result_ids: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, settings: Settings, run_id: str, run_time: datetime) -> Validator:
+        context = gx_context(settings)
+        # persist=False: the slice is cached by run_checks, once, and released at the end;
+        # GX's own persist is never undone.
+        source = context.data_sources.add_or_update_spark("eventlake", persist=False)
+        events = source.add_dataframe_asset(EVENTS).add_batch_definition_whole_dataframe("slice")
+        stats = source.add_dataframe_asset("slice_counts").add_batch_definition_whole_dataframe(
+            "slice"
+        )
+        return cls(context, events, stats, RunIdentifier(run_name=run_id, run_time=run_time))
+
+    def validate(
+        self,
+        suite_name: str,
+        batch: BatchDefinition[Any],
+        expectations: list[Expectation],
+        frame: DataFrame,
+        parameters: dict[str, Any],
+    ) -> ExpectationSuiteValidationResult:
+        """Run a suite on a DataFrame; the result is stored for Data Docs."""
+        suite = self.context.suites.add_or_update(
+            gx.ExpectationSuite(name=suite_name, expectations=expectations)
+        )
+        definition = self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        )
+        result = definition.run(
+            batch_parameters={"dataframe": frame},
+            expectation_parameters=parameters,
+            result_format="SUMMARY",
+            run_id=self.run_identifier,
+        )
+        suite_id = ExpectationSuiteIdentifier(name=suite_name)
+        self.result_ids += [
+            ValidationResultIdentifier(
+                expectation_suite_identifier=suite_id,
+                run_id=self.run_identifier,
+                batch_identifier=result.batch_id,
+            ),
+            suite_id,
+        ]
+        return result
+
+    def build_docs(self) -> str | None:
+        """Render this run's results and the index page; the index's URL."""
+        if not self.result_ids:
+            return None
+        urls = self.context.build_data_docs(
+            site_names=[DOCS_SITE], resource_identifiers=self.result_ids
+        )
+        return str(urls.get(DOCS_SITE)) if urls.get(DOCS_SITE) else None
+
+
+def results_by_plan_index(
+    outcome: ExpectationSuiteValidationResult,
+) -> dict[int, ExpectationValidationResult]:
+    """GX orders results its own way: key them by the plan index kept in their meta."""
+    results = {}
+    for result in outcome.results:
+        configuration = result.expectation_config
+        if configuration is None or configuration.meta is None:
+            raise QualityError("GX returned a result without its expectation")
+        results[int(configuration.meta[PLAN_INDEX])] = result
+    return results
+
+
+def exception_message(info: Any) -> str | None:
+    """GX nests exception details per metric; the first message found."""
+    if isinstance(info, Mapping):
+        if info.get("raised_exception") and info.get("exception_message"):
+            return str(info["exception_message"])
+        for value in info.values():
+            found = exception_message(value)
+            if found:
+                return found
+    return None
+
+
+def expectation_label(configuration: Any) -> str:
+    """An expectation as ``type(column)``, e.g. ``expect_column_values_to_not_be_null(id)``."""
+    kwargs = configuration.kwargs
+    target = kwargs.get("column") or ",".join(kwargs.get("column_list") or [])
+    return f"{configuration.type}({target})"

@@ -1,0 +1,243 @@
+"""Check planning: the expectations of one topic's events suite, built from its rules, and
+the derived columns some of them look at.
+
+Each :class:`PlannedCheck` pairs a GX expectation with the Spark condition of the rows
+that break it, so a failed check's offending rows can be sampled with the same meaning.
+
+Example:
+    >>> rules = TopicRules(checks={CheckName.SPECVERSION, CheckName.ROW_COUNT})
+    >>> [p.check.value for p in plan_checks(rules, latest_time=datetime.now(UTC))]
+    ['specversion', 'row_count']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from great_expectations.expectations.core.expect_column_value_lengths_to_be_between import (
+    ExpectColumnValueLengthsToBeBetween,
+)
+from great_expectations.expectations.core.expect_column_values_to_be_between import (
+    ExpectColumnValuesToBeBetween,
+)
+from great_expectations.expectations.core.expect_column_values_to_be_in_set import (
+    ExpectColumnValuesToBeInSet,
+)
+from great_expectations.expectations.core.expect_column_values_to_be_null import (
+    ExpectColumnValuesToBeNull,
+)
+from great_expectations.expectations.core.expect_column_values_to_match_regex import (
+    ExpectColumnValuesToMatchRegex,
+)
+from great_expectations.expectations.core.expect_column_values_to_not_be_null import (
+    ExpectColumnValuesToNotBeNull,
+)
+from great_expectations.expectations.core.expect_table_row_count_to_be_between import (
+    ExpectTableRowCountToBeBetween,
+)
+from great_expectations.expectations.expectation import Expectation
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from eventlake.binding import REQUIRED_ATTRIBUTES, SPEC_VERSION
+from eventlake.quality.config import CheckName, Severity, TopicRules
+from eventlake.quality.gx import PLAN_INDEX
+from eventlake.quality.patterns import (
+    ABSOLUTE_URI_PATTERN,
+    MEDIA_TYPE_PATTERN,
+    URI_REFERENCE_PATTERN,
+)
+
+#: Derived columns the expectations look at besides the table's own.
+OCCURRENCES: Final = "source_id_occurrences"
+INVALID_EXTENSION_NAMES: Final = "invalid_extension_names"
+PARTITIONKEY: Final = "partitionkey"
+#: Suite parameter of time_not_future; its value is the check's start plus the skew.
+LATEST_TIME_PARAMETER: Final = "latest_allowed_time"
+
+
+@dataclass(frozen=True)
+class PlannedCheck:
+    """One expectation of a topic's suite and the Spark condition of its offending rows."""
+
+    check: CheckName
+    severity: Severity
+    expectation: Expectation
+    #: Rows breaking the rule (same semantics as the expectation), for the sample.
+    unexpected: Column | None
+
+
+def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: bool) -> DataFrame:
+    """Add how often each row's (source, id) occurs in the whole table.
+
+    Duplicates of events checked in earlier slices count too: only the slice's keys are
+    looked up (a semi join), so an incremental run scans two columns of the table.
+    """
+    keys = ["source", "id"]
+    table_keys = table_frame.select(*keys)
+    if not whole:
+        table_keys = table_keys.join(slice_frame.select(*keys).distinct(), keys, "left_semi")
+    counts = table_keys.groupBy(*keys).agg(F.count(F.lit(1)).alias(OCCURRENCES))
+    # Null keys match nothing and stay null: the not-null checks report those rows.
+    return slice_frame.join(counts, keys, "left")
+
+
+def with_topic_columns(frame: DataFrame, rules: TopicRules) -> DataFrame:
+    """Add the columns of per-topic rules: invalid extension names and the partitionkey."""
+    name_pattern = f"^[a-z0-9]{{1,{rules.max_extension_name_length}}}\\z"
+    bad_names = F.filter(F.map_keys("extensions"), lambda name: ~name.rlike(name_pattern))
+    return frame.withColumns(
+        {
+            INVALID_EXTENSION_NAMES: F.when(
+                F.size(bad_names) > 0, F.array_join(F.array_sort(bad_names), ", ")
+            ),
+            PARTITIONKEY: F.nullif(F.try_element_at("extensions", F.lit(PARTITIONKEY)), F.lit("")),
+        }
+    )
+
+
+def plan_checks(
+    rules: TopicRules, *, latest_time: datetime, has_occurrences: bool = True
+) -> list[PlannedCheck]:
+    """The expectations of one topic's events suite, in a stable order.
+
+    ``latest_time`` is the latest ``time`` allowed (the run's start plus the skew); the
+    expectation reads it from the suite parameter of that name, so the suite stays the
+    same from run to run.
+
+    Example:
+        >>> rules = TopicRules(checks={CheckName.SPECVERSION})
+        >>> [p.check.value for p in plan_checks(rules, latest_time=datetime.now(UTC))]
+        ['specversion']
+    """
+    planned: list[PlannedCheck] = []
+
+    def add(
+        check: CheckName,
+        text: str,
+        expectation: type[Expectation],
+        unexpected: Column | None,
+        **kwargs: Any,
+    ) -> None:
+        if not rules.enabled(check):
+            return
+        severity = rules.severity_of(check)
+        configured = expectation(
+            **kwargs,
+            # Replaces GX's sentence in Data Docs, so the page names the check. No "$"
+            # in it: GX renders it as a template.
+            description=f"{check.value} [{severity}]: {text}",
+            meta={"eventlake_check": check.value, PLAN_INDEX: len(planned)},
+        )
+        planned.append(PlannedCheck(check, severity, configured, unexpected))
+
+    for name in REQUIRED_ATTRIBUTES:
+        add(
+            CheckName.REQUIRED_NOT_NULL,
+            f"{name} is present",
+            ExpectColumnValuesToNotBeNull,
+            F.col(name).isNull(),
+            column=name,
+        )
+    for name in REQUIRED_ATTRIBUTES:
+        add(
+            CheckName.REQUIRED_NOT_EMPTY,
+            f"{name} is not empty",
+            ExpectColumnValueLengthsToBeBetween,
+            F.col(name).isNotNull() & (F.length(name) < 1),
+            column=name,
+            min_value=1,
+        )
+    add(
+        CheckName.SPECVERSION,
+        f"specversion is {SPEC_VERSION}",
+        ExpectColumnValuesToBeInSet,
+        F.col("specversion").isNotNull() & ~F.col("specversion").isin(SPEC_VERSION),
+        column="specversion",
+        value_set=[SPEC_VERSION],
+    )
+    if has_occurrences:
+        add(
+            CheckName.UNIQUE_SOURCE_ID,
+            "(source, id) occurs once in the whole events table",
+            ExpectColumnValuesToBeBetween,
+            F.col(OCCURRENCES) > 1,
+            column=OCCURRENCES,
+            max_value=1,
+        )
+    regex_checks: list[tuple[CheckName, str, str | None, str]] = [
+        (
+            CheckName.SOURCE_URI_REFERENCE,
+            "source",
+            URI_REFERENCE_PATTERN,
+            "source is a URI-reference (RFC 3986)",
+        ),
+        (CheckName.TYPE_PATTERN, "type", rules.type_pattern, "type matches the topic's pattern"),
+        (
+            CheckName.DATACONTENTTYPE_MEDIA_TYPE,
+            "datacontenttype",
+            MEDIA_TYPE_PATTERN,
+            "datacontenttype, when present, is a media type (RFC 2046)",
+        ),
+        (
+            CheckName.DATASCHEMA_ABSOLUTE_URI,
+            "dataschema",
+            ABSOLUTE_URI_PATTERN,
+            "dataschema, when present, is an absolute URI (RFC 3986)",
+        ),
+    ]
+    for check, column, pattern, text in regex_checks:
+        if pattern is not None:
+            add(
+                check,
+                text,
+                ExpectColumnValuesToMatchRegex,
+                # As in GX (rlike, a search): a null is no mismatch.
+                F.col(column).isNotNull() & ~F.col(column).rlike(pattern),
+                column=column,
+                regex=pattern,
+            )
+    add(
+        CheckName.TIME_PRESENT,
+        "time is present (the topic promises it)",
+        ExpectColumnValuesToNotBeNull,
+        F.col("time").isNull(),
+        column="time",
+    )
+    add(
+        CheckName.TIME_NOT_FUTURE,
+        f"time is at most {rules.max_future_skew_seconds:g} s after the check started",
+        ExpectColumnValuesToBeBetween,
+        F.col("time") > F.lit(latest_time),
+        column="time",
+        max_value={"$PARAMETER": LATEST_TIME_PARAMETER},
+    )
+    add(
+        CheckName.EXTENSION_NAMES,
+        "extension names are lowercase letters and digits, at most "
+        f"{rules.max_extension_name_length} characters",
+        ExpectColumnValuesToBeNull,
+        F.col(INVALID_EXTENSION_NAMES).isNotNull(),
+        column=INVALID_EXTENSION_NAMES,
+    )
+    add(
+        CheckName.PARTITIONKEY_PRESENT,
+        "the partitionkey extension is present (keyed topic)",
+        ExpectColumnValuesToNotBeNull,
+        F.col(PARTITIONKEY).isNull(),
+        column=PARTITIONKEY,
+    )
+    bounds = f"at least {rules.min_rows}" + (
+        f" and at most {rules.max_rows}" if rules.max_rows is not None else ""
+    )
+    add(
+        CheckName.ROW_COUNT,
+        f"the slice has {bounds} events",
+        ExpectTableRowCountToBeBetween,
+        None,
+        min_value=rules.min_rows,
+        max_value=rules.max_rows,
+    )
+    return planned

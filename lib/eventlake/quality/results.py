@@ -1,0 +1,178 @@
+"""A check run's results, its report, and their table ``dq_results``.
+
+One row per expectation and topic is appended to ``<warehouse>/dq_results`` (schema in
+:mod:`eventlake.tables`) at the end of a run (:func:`write_results`), with the versions
+it checked; the next incremental run reads them back (:func:`last_checked_versions`) and
+starts after them.
+
+Example:
+    >>> report = CheckReport("3f2a", datetime.now(UTC), "events", "events full@v9")
+    >>> report.exit_code
+    0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.quality.config import CheckName, Severity
+from eventlake.quality.request import CheckRequest
+from eventlake.settings import Settings
+from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA
+from eventlake.text_table import text_table
+
+#: Where an offending record is in Kafka: (topic, partition, offset).
+Coordinate = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One expectation's outcome on one topic's slice; one row of dq_results."""
+
+    topic: str
+    check: CheckName
+    expectation: str
+    severity: Severity
+    success: bool
+    observed_value: str
+    unexpected_count: int | None = None
+    unexpected_sample: tuple[Coordinate, ...] = ()
+
+
+@dataclass
+class CheckReport:
+    """The outcome of a run: its results and where to look further."""
+
+    run_id: str
+    run_time: datetime
+    table: str
+    slice_description: str
+    results: list[CheckResult] = field(default_factory=list)
+    docs_index: str | None = None
+
+    @property
+    def failed_errors(self) -> list[CheckResult]:
+        """Failed checks of severity error: these fail the run."""
+        return [r for r in self.results if not r.success and r.severity == "error"]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a check of severity error failed, else 0."""
+        return 1 if self.failed_errors else 0
+
+    def render(self) -> str:
+        """The run as a readable table with a verdict line.
+
+        Example:
+            >>> print(report.render())
+            check 3f2a...: events v4..v9, rejects v3..v8
+            topic  | check          | expectation                          | ...
+        """
+        header = ["topic", "check", "expectation", "severity", "success", "observed", "unexpected"]
+        cells = [
+            [
+                r.topic,
+                r.check.value,
+                r.expectation,
+                r.severity,
+                "ok" if r.success else "FAILED",
+                clip(r.observed_value, 60),
+                "" if r.unexpected_count is None else str(r.unexpected_count),
+            ]
+            for r in self.results
+        ]
+        lines = [f"check {self.run_id}: {self.slice_description}"]
+        if cells:
+            lines += text_table(header, cells)
+        else:
+            lines.append("nothing to check: no new rows and no configured topics")
+        failed = [r for r in self.results if not r.success]
+        warnings = len(failed) - len(self.failed_errors)
+        lines.append(
+            f"{len(self.results)} checks, {len(failed)} failed "
+            f"({len(self.failed_errors)} error, {warnings} warning)"
+            + (f"; Data Docs: {self.docs_index}" if self.docs_index else "")
+        )
+        lines.append("result: FAILED" if self.exit_code else "result: OK")
+        return "\n".join(lines)
+
+
+def clip(text: str, limit: int) -> str:
+    """The text, cut to ``limit`` characters with an ellipsis when longer.
+
+    Example:
+        >>> clip("expect_column_values_to_not_be_null", 12)
+        'expect_co...'
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def write_results(
+    spark: SparkSession,
+    settings: Settings,
+    report: CheckReport,
+    request: CheckRequest,
+    versions: tuple[int, int],
+) -> None:
+    """Append the report's rows to dq_results, with the (table, rejects) versions checked.
+
+    Example:
+        >>> write_results(spark, settings, report, CheckRequest(), versions=(9, 8))
+    """
+    rows = [
+        (
+            report.run_id,
+            report.run_time,
+            report.table,
+            report.slice_description,
+            r.topic,
+            r.check.value,
+            r.expectation,
+            r.severity,
+            r.success,
+            r.observed_value,
+            r.unexpected_count,
+            [
+                {"kafka_topic": t, "kafka_partition": p, "kafka_offset": o}
+                for t, p, o in r.unexpected_sample
+            ],
+            request.topic,
+            versions[0],
+            versions[1],
+        )
+        for r in report.results
+    ]
+    if rows:
+        spark.createDataFrame(rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").save(
+            str(settings.table_path(DQ_RESULTS))
+        )
+
+
+def last_checked_versions(
+    spark: SparkSession, settings: Settings, request: CheckRequest
+) -> tuple[int | None, int | None]:
+    """Versions of (table, rejects) up to which an earlier run checked this request's rows.
+
+    A run over all topics covers every topic; a ``--topic`` run covers its topic only.
+    None: never checked (the whole table is new).
+    """
+    path = settings.table_path(DQ_RESULTS)
+    if request.full or not (path / "_delta_log").is_dir():
+        return None, None
+    scope = F.col("topic_filter").isNull()
+    if request.topic is not None:
+        scope = scope | (F.col("topic_filter") == request.topic)
+    row = (
+        spark.read.format("delta")
+        .load(str(path))
+        .where((F.col("table") == request.table) & scope)
+        .agg(F.max("table_version").alias("table"), F.max("rejects_version").alias("rejects"))
+        .first()
+    )
+    if row is None:
+        return None, None
+    return row["table"], row["rejects"]

@@ -1,0 +1,156 @@
+"""A data-quality run over the events table: Great Expectations, executed by Spark.
+
+One run (:func:`run_checks`):
+
+1. **Slice.** By default only the rows added since the last check: the Delta versions
+   after the one recorded in ``dq_results`` (see :mod:`eventlake.quality.slices`);
+   ``--full`` takes the whole table at its current version. ``rejects`` is sliced the
+   same way.
+2. **Derive** the columns some rules need, as Spark expressions: how often each
+   (source, id) occurs in the whole table, the invalid extension names, the
+   partitionkey extension. The slice is cached once for all expectations.
+3. **Validate** per topic: an expectation suite built from the topic's rules
+   (:mod:`eventlake.quality.config`, :mod:`eventlake.quality.plan`) runs on the slice
+   through GX's Spark data source; the rejects rate runs on a one-row frame of the
+   slice's counts (:mod:`eventlake.quality.validation`).
+4. **Sample**: for a failed check its condition runs again in Spark and the first 10
+   Kafka coordinates of offending rows are kept, so a person can find the records.
+5. **Publish**: GX Data Docs are rebuilt under ``<warehouse>/dq_docs`` and one row per
+   expectation is appended to ``<warehouse>/dq_results``, which also records the versions
+   checked (the next run starts after them; :mod:`eventlake.quality.results`).
+
+Only result rows, per-topic counts and samples reach the driver; the table never does.
+
+Example:
+    >>> report = run_checks(spark, settings, CheckRequest(topic="orders"))
+    >>> print(report.render())
+    >>> report.exit_code  # 1 when a check of severity "error" failed
+    0
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.quality.config import (
+    CheckName,
+    QualityConfig,
+    QualityConfigError,
+    load_quality_config,
+)
+from eventlake.quality.gx import Validator
+from eventlake.quality.plan import with_occurrences
+from eventlake.quality.request import CheckRequest, QualityError
+from eventlake.quality.results import CheckReport, last_checked_versions, write_results
+from eventlake.quality.slices import read_slice
+from eventlake.quality.validation import check_rejects_rates, check_topic
+from eventlake.settings import Settings
+from eventlake.tables import REJECTS, rejected_by_ingest
+
+
+def _topic_counts(frame: DataFrame) -> dict[str, int]:
+    rows = frame.groupBy("kafka_topic").count().collect()
+    return {r["kafka_topic"]: int(r["count"]) for r in rows}
+
+
+def run_checks(
+    spark: SparkSession,
+    settings: Settings,
+    request: CheckRequest,
+    *,
+    config: QualityConfig | None = None,
+) -> CheckReport:
+    """Check the new slice (or the whole table) of the events table; see the module doc.
+
+    ``config`` defaults to ``settings.quality``. Topics checked: those in the slice (events
+    or rejects) plus the configured ones (their row-count bounds catch a topic that went
+    quiet), or only ``request.topic``.
+
+    Example:
+        >>> report = run_checks(spark, settings, CheckRequest(full=True))
+        >>> [r.check for r in report.failed_errors]
+        [<CheckName.SOURCE_URI_REFERENCE: 'source_uri_reference'>]
+    """
+    try:
+        rules_config = config or load_quality_config(settings.quality)
+    except QualityConfigError as error:
+        raise QualityError(str(error)) from error
+    table_path = settings.table_path(request.table)
+    if not (table_path / "_delta_log").is_dir():
+        raise QualityError(f"No {request.table} table at {table_path}: run `eventlake ingest`.")
+    run_time = datetime.now(UTC)
+    run_id = uuid.uuid4().hex
+    after_table, after_rejects = last_checked_versions(spark, settings, request)
+    events_slice = read_slice(spark, table_path, after_table)
+    rejects_path = settings.table_path(REJECTS)
+    rejects_slice = (
+        read_slice(spark, rejects_path, after_rejects)
+        if (rejects_path / "_delta_log").is_dir()
+        else None
+    )
+    description = events_slice.describe(request.table) + (
+        f", {rejects_slice.describe(REJECTS)}" if rejects_slice else ", rejects absent"
+    )
+    events = events_slice.frame
+    rejects = (
+        # Only the ingest job's rejects: republish records its own reads of a topic too.
+        # (Rows written before rejected_by existed have it null; they were ingest's.)
+        rejects_slice.frame.where(rejected_by_ingest())
+        if rejects_slice
+        else spark.createDataFrame([], "kafka_topic string, kafka_partition int, kafka_offset long")
+    )
+    if request.topic is not None:
+        events = events.where(F.col("kafka_topic") == request.topic)
+        rejects = rejects.where(F.col("kafka_topic") == request.topic)
+        description += f", topic {request.topic}"
+    report = CheckReport(run_id, run_time, request.table, description)
+
+    configured = list(rules_config.topics)
+    uniqueness = rules_config.defaults.enabled(CheckName.UNIQUE_SOURCE_ID) or any(
+        rules_config.rules_for(t).enabled(CheckName.UNIQUE_SOURCE_ID) for t in configured
+    )
+    if uniqueness:
+        # Against the table as of the slice's end, so both sides agree on what exists.
+        table = (
+            spark.read.format("delta")
+            .option("versionAsOf", events_slice.end_version)
+            .load(str(table_path))
+        )
+        events = with_occurrences(events, table, whole=events_slice.after is None)
+    # Every expectation scans the slice: read and derive it once.
+    events = events.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        event_counts = _topic_counts(events)
+        reject_counts = _topic_counts(rejects)
+        if request.topic is not None:
+            topics = [request.topic]
+        else:
+            topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
+        if topics:
+            validator = Validator.create(settings, run_id, run_time)
+            rules = {topic: rules_config.rules_for(topic) for topic in topics}
+            for topic in topics:
+                report.results += check_topic(
+                    validator,
+                    topic,
+                    rules[topic],
+                    events,
+                    run_time=run_time,
+                    has_occurrences=uniqueness,
+                )
+            counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
+            report.results += check_rejects_rates(validator, rules, counts, rejects)
+            # Grouped by topic for reading; the sort is stable, plan order stays.
+            report.results.sort(key=lambda r: r.topic)
+            report.docs_index = validator.build_docs()
+        rejects_version = rejects_slice.end_version if rejects_slice else -1
+        # Last: the versions recorded here are where the next incremental run starts.
+        write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
+    finally:
+        events.unpersist()
+    return report

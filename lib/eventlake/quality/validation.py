@@ -1,0 +1,201 @@
+"""Validating a run's slice: each topic's events suite and the rejects-rate suite run
+through GX, their outcomes turned into :class:`CheckResult` rows in plan order.
+
+For a failed check its condition runs again in Spark and the first ``SAMPLE_SIZE`` Kafka
+coordinates of offending rows are kept, so a person can find the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from great_expectations.expectations.core.expect_column_max_to_be_between import (
+    ExpectColumnMaxToBeBetween,
+)
+from great_expectations.expectations.expectation import Expectation
+from great_expectations.expectations.row_conditions import Column as GxColumn
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from eventlake.quality.config import CheckName, TopicRules
+from eventlake.quality.gx import (
+    PLAN_INDEX,
+    Validator,
+    exception_message,
+    expectation_label,
+    results_by_plan_index,
+)
+from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks, with_topic_columns
+from eventlake.quality.results import CheckResult, Coordinate, clip
+from eventlake.tables import EVENTS
+
+SAMPLE_SIZE: Final = 10
+COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
+
+_STATS_SCHEMA: Final = StructType(
+    [
+        StructField("kafka_topic", StringType()),
+        StructField("events", LongType()),
+        StructField("rejects", LongType()),
+        StructField("rejects_rate", DoubleType()),
+    ]
+)
+
+
+def _observed(result: Mapping[str, Any]) -> str:
+    if "observed_value" in result:
+        return str(result["observed_value"])
+    unexpected = result.get("unexpected_count")
+    if unexpected is None:
+        return ""
+    text = f"{unexpected} of {result.get('element_count')} rows"
+    examples = []
+    for value in result.get("partial_unexpected_list") or []:
+        shown = "null" if value is None else repr(value)
+        if shown not in examples:
+            examples.append(clip(shown, 40))
+        if len(examples) == 3:
+            break
+    return text + (f"; e.g. {', '.join(examples)}" if examples and unexpected else "")
+
+
+def _sample(frame: DataFrame, condition: Column) -> tuple[Coordinate, ...]:
+    rows = (
+        frame.where(condition)
+        .select(*COORDINATES)
+        .orderBy(*COORDINATES)
+        .limit(SAMPLE_SIZE)
+        .collect()
+    )
+    return tuple((r["kafka_topic"], r["kafka_partition"], r["kafka_offset"]) for r in rows)
+
+
+def check_topic(
+    validator: Validator,
+    topic: str,
+    rules: TopicRules,
+    events: DataFrame,
+    *,
+    run_time: datetime,
+    has_occurrences: bool,
+) -> list[CheckResult]:
+    """Validate one topic's events slice against its rules; results in plan order.
+
+    Example:
+        >>> results = check_topic(
+        ...     validator, "orders", rules, events, run_time=datetime.now(UTC), has_occurrences=True
+        ... )
+        >>> [(r.check.value, r.success) for r in results][:1]
+        [('required_not_null', True)]
+    """
+    latest = run_time + timedelta(seconds=rules.max_future_skew_seconds)
+    planned = plan_checks(rules, latest_time=latest, has_occurrences=has_occurrences)
+    if not planned:
+        return []
+    frame = with_topic_columns(events.where(F.col("kafka_topic") == topic), rules)
+    outcome = validator.validate(
+        f"{EVENTS}.{topic}",
+        validator.events_batch,
+        [p.expectation for p in planned],
+        frame,
+        {LATEST_TIME_PARAMETER: latest},
+    )
+    by_index = results_by_plan_index(outcome)
+    results: list[CheckResult] = []
+    for index, plan in enumerate(planned):
+        result = by_index[index]
+        details = result.result or {}
+        error = exception_message(result.exception_info)
+        success = bool(result.success) and error is None
+        sample: tuple[Coordinate, ...] = ()
+        if not success and error is None and plan.unexpected is not None:
+            sample = _sample(frame, plan.unexpected)
+        results.append(
+            CheckResult(
+                topic=topic,
+                check=plan.check,
+                expectation=expectation_label(result.expectation_config),
+                severity=plan.severity,
+                success=success,
+                observed_value=f"error: {clip(error, 200)}" if error else _observed(details),
+                unexpected_count=details.get("unexpected_count"),
+                unexpected_sample=sample,
+            )
+        )
+    return results
+
+
+def check_rejects_rates(
+    validator: Validator,
+    rules: Mapping[str, TopicRules],
+    counts: Mapping[str, tuple[int, int]],
+    rejects: DataFrame,
+) -> list[CheckResult]:
+    """Rejects / (events + rejects) per topic, validated on a frame of one row per topic.
+
+    One suite for all topics (one expectation per topic, restricted with a row condition)
+    costs one GX run instead of one per topic.
+
+    Example:
+        >>> check_rejects_rates(validator, {"orders": rules}, {"orders": (97, 3)}, rejects)[0]
+        CheckResult(topic='orders', ..., observed_value='0.0300 (3 of 100 records rejected)', ...)
+    """
+    topics = [t for t, r in rules.items() if r.enabled(CheckName.REJECTS_RATE)]
+    if not topics:
+        return []
+    rows = []
+    expectations: list[Expectation] = []
+    for index, topic in enumerate(topics):
+        events_count, rejects_count = counts.get(topic, (0, 0))
+        total = events_count + rejects_count
+        rows.append((topic, events_count, rejects_count, rejects_count / total if total else 0.0))
+        threshold = rules[topic].max_rejects_rate
+        severity = rules[topic].severity_of(CheckName.REJECTS_RATE)
+        expectations.append(
+            ExpectColumnMaxToBeBetween(
+                column="rejects_rate",
+                max_value=threshold,
+                row_condition=GxColumn("kafka_topic") == topic,
+                description=f"{CheckName.REJECTS_RATE.value} [{severity}]: at most "
+                f"{threshold:.2%} of the records of topic {topic} are rejects",
+                meta={"eventlake_check": CheckName.REJECTS_RATE.value, PLAN_INDEX: index},
+            )
+        )
+    frame = rejects.sparkSession.createDataFrame(rows, _STATS_SCHEMA)
+    outcome = validator.validate(
+        f"{EVENTS}.rejects_rate", validator.stats_batch, expectations, frame, {}
+    )
+    by_index = results_by_plan_index(outcome)
+    results = []
+    for index, (topic, events_count, rejects_count, rate) in enumerate(rows):
+        result = by_index[index]
+        error = exception_message(result.exception_info)
+        success = bool(result.success) and error is None
+        sample: tuple[Coordinate, ...] = ()
+        if not success and error is None:
+            sample = _sample(rejects, F.col("kafka_topic") == topic)
+        results.append(
+            CheckResult(
+                topic=topic,
+                check=CheckName.REJECTS_RATE,
+                expectation=expectation_label(result.expectation_config),
+                severity=rules[topic].severity_of(CheckName.REJECTS_RATE),
+                success=success,
+                observed_value=f"error: {clip(error, 200)}"
+                if error
+                else f"{rate:.4f} ({rejects_count} of {events_count + rejects_count} records "
+                "rejected)",
+                unexpected_count=rejects_count,
+                unexpected_sample=sample,
+            )
+        )
+    return results

@@ -1,0 +1,39 @@
+"""Data-quality rules: defaults, per-topic overrides, the environment, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from eventlake.quality.config import CheckName, QualityConfigError, load_quality_config
+from eventlake.settings import load_settings
+
+
+def test_topic_overrides_merge_with_defaults_and_severities() -> None:
+    config = load_quality_config(
+        {
+            "defaults": {"max_rejects_rate": 0.01, "severity": {"row_count": "error"}},
+            "topics": {"orders": {"keyed": True, "severity": {"unique_source_id": "error"}}},
+        }
+    )
+    rules = config.rules_for("orders")
+    assert (rules.keyed, rules.max_rejects_rate) == (True, 0.01)
+    assert rules.severity_of(CheckName.ROW_COUNT) == "error"
+    assert rules.severity_of(CheckName.UNIQUE_SOURCE_ID) == "error"
+    assert config.rules_for("other").keyed is False
+
+
+def test_quality_config_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVENTLAKE_QUALITY", '{"topics": {"orders": {"min_rows": 5}}}')
+    config = load_quality_config(load_settings().quality)
+    assert config.rules_for("orders").min_rows == 5
+
+
+def test_invalid_quality_config_names_the_field() -> None:
+    with pytest.raises(QualityConfigError, match="max_rejects_rate"):
+        load_quality_config({"defaults": {"max_rejects_rate": 2}})
+
+
+def test_override_that_breaks_row_bounds_is_refused() -> None:
+    config = load_quality_config({"defaults": {"min_rows": 10}, "topics": {"t": {"max_rows": 5}}})
+    with pytest.raises(QualityConfigError, match="max_rows"):
+        config.rules_for("t")
