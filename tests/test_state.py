@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake import ingest as ingest_module
 from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+from eventlake.ingest import run as ingest_run
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.settings import Settings
 from eventlake.tables import state_path
@@ -143,7 +143,7 @@ def test_crash_between_events_write_and_state_merge_recovers(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("driver died after the events append")
 
-    monkeypatch.setattr(ingest_module, "apply_state", crash)
+    monkeypatch.setattr(ingest_run, "apply_state", crash)
     with pytest.raises(Exception, match="driver died"):
         _ingest(spark, warehouse_settings, topic)
     assert read_table(spark, warehouse_settings, "events").count() == 2

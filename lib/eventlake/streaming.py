@@ -24,7 +24,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
-from eventlake.checkpoint import hold_checkpoint
+from eventlake.batch_commits import BatchCommits
+from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint, hold_checkpoint
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
@@ -94,6 +95,51 @@ def holding_checkpoint(checkpoints: Path, job: str, run: CheckpointedRun) -> Ite
     folder = checkpoint_folder(checkpoints, run)
     with hold_checkpoint(folder, job=job, trigger=run.trigger):
         yield folder
+
+
+@dataclass(frozen=True)
+class ClaimedCheckpoint:
+    """A run's checkpoint, held and claimed: its folder, the app id that names the run's
+    commits, and which of its batches the tables already hold."""
+
+    folder: Path
+    app_id: str
+    commits: BatchCommits
+
+
+@contextmanager
+def claimed_checkpoint(
+    spark: SparkSession,
+    checkpoints: Path,
+    job: str,
+    run: CheckpointedRun,
+    *,
+    source: str,
+    targets: Sequence[str],
+    tables: Sequence[str],
+    before_first_claim: Callable[[Path], None] | None = None,
+) -> Iterator[ClaimedCheckpoint]:
+    """Hold the run's checkpoint (:func:`holding_checkpoint`), claim it for ``source``
+    and ``targets`` (:func:`eventlake.checkpoint.claim_checkpoint`: a checkpoint is never
+    reused for another source), and open the record of the Delta ``tables``' commits.
+
+    ``before_first_claim`` runs on a checkpoint no run has claimed yet, before it is
+    claimed, e.g. to refuse a new checkpoint that would replay what the tables hold.
+
+    Example:
+        >>> with claimed_checkpoint(spark, settings.checkpoints, "ingest", request,
+        ...                         source="topics:orders", targets=[events, rejects],
+        ...                         tables=[events, rejects]) as claimed:
+        ...     claimed.commits.committed(spark, events, 0)
+        False
+    """
+    with holding_checkpoint(checkpoints, job, run) as folder:
+        fresh = not (folder / IDENTITY_FILE).exists()
+        if fresh and before_first_claim is not None:
+            before_first_claim(folder)
+        identity = claim_checkpoint(folder, source=source, targets=list(targets))
+        commits = BatchCommits.open(spark, folder, identity.app_id, list(tables), fresh=fresh)
+        yield ClaimedCheckpoint(folder, identity.app_id, commits)
 
 
 @dataclass(frozen=True)

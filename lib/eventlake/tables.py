@@ -63,6 +63,10 @@ STATE_FOLDER: Final = "state"
 #: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
 INGEST_JOB: Final = "ingest"
 
+#: Where a record was in Kafka: the key of every row of events and rejects (with
+#: ``rejected_by`` for rejects, which two jobs may write for one record).
+KAFKA_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
+
 #: The row shape of Spark's Kafka source with ``includeHeaders=true``.
 KAFKA_SOURCE_SCHEMA = StructType(
     [

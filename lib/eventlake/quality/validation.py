@@ -36,10 +36,9 @@ from eventlake.quality.gx import (
 )
 from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks, with_topic_columns
 from eventlake.quality.results import CheckResult, Coordinate, clip
-from eventlake.tables import EVENTS
+from eventlake.tables import EVENTS, KAFKA_COORDINATES
 
 SAMPLE_SIZE: Final = 10
-COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 _STATS_SCHEMA: Final = StructType(
     [
@@ -71,8 +70,8 @@ def _observed(result: Mapping[str, Any]) -> str:
 def _sample(frame: DataFrame, condition: Column) -> tuple[Coordinate, ...]:
     rows = (
         frame.where(condition)
-        .select(*COORDINATES)
-        .orderBy(*COORDINATES)
+        .select(*KAFKA_COORDINATES)
+        .orderBy(*KAFKA_COORDINATES)
         .limit(SAMPLE_SIZE)
         .collect()
     )

@@ -27,15 +27,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.batch_commits import BatchCommits
 from eventlake.binding import decode_records
-from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
 from eventlake.kafka import (
     check_connection,
     connection_lost_error,
@@ -54,20 +51,15 @@ from eventlake.republish.plan import (
 from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.settings import Settings
 from eventlake.streaming import (
+    ClaimedCheckpoint,
     StreamSpec,
     checkpoint_folder,
-    holding_checkpoint,
+    claimed_checkpoint,
     run_stream,
 )
-from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table
+from eventlake.tables import KAFKA_COORDINATES, REJECTS, REJECTS_SCHEMA, ensure_table
 
-_REJECT_COORDINATES: Final = (
-    "kafka_topic",
-    "kafka_partition",
-    "kafka_offset",
-    "reason",
-    "rejected_by",
-)
+_REJECT_COORDINATES: Final = (*KAFKA_COORDINATES, "reason", "rejected_by")
 
 
 @dataclass
@@ -221,25 +213,27 @@ def _run_streaming(
     rejects_path: str,
     compacted: bool,
 ) -> RepublishSummary:
-    with holding_checkpoint(settings.checkpoints, "republish", request) as checkpoint:
-        return _stream(spark, settings, request, checkpoint, rejects_path, compacted)
+    with claimed_checkpoint(
+        spark,
+        settings.checkpoints,
+        "republish",
+        request,
+        source=f"topic:{request.source}",
+        targets=[f"kafka:{request.target}", rejects_path],
+        tables=[rejects_path],
+    ) as claimed:
+        return _stream(spark, settings, request, claimed, rejects_path, compacted)
 
 
 def _stream(
     spark: SparkSession,
     settings: Settings,
     request: RepublishRequest,
-    checkpoint: Path,
+    claimed: ClaimedCheckpoint,
     rejects_path: str,
     compacted: bool,
 ) -> RepublishSummary:
-    fresh = not (checkpoint / IDENTITY_FILE).exists()
-    identity = claim_checkpoint(
-        checkpoint,
-        source=f"topic:{request.source}",
-        targets=[f"kafka:{request.target}", rejects_path],
-    )
-    commits = BatchCommits.open(spark, checkpoint, identity.app_id, [rejects_path], fresh=fresh)
+    commits = claimed.commits
     summary = RepublishSummary(source=request.source, target=request.target)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
@@ -265,7 +259,7 @@ def _stream(
     spec = StreamSpec(
         job="republish",
         options=kafka_reader_options(settings, request),
-        checkpoint=checkpoint,
+        checkpoint=claimed.folder,
         trigger=request.trigger,
         progress_seconds=settings.progress_seconds,
     )

@@ -1,0 +1,143 @@
+"""What an ingest is asked to do (:class:`IngestRequest`, the ``eventlake ingest``
+options), what it did (:class:`IngestSummary`), and the Kafka source options it reads
+with.
+
+Example:
+    >>> request = IngestRequest(topics=("orders",), trigger="processing-time=1 second")
+    >>> kafka_reader_options(settings, request)["subscribe"]
+    'orders'
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from eventlake.kafka import kafka_source_options
+from eventlake.settings import Settings
+from eventlake.state import StateChange
+from eventlake.streaming import AVAILABLE_NOW, trigger_problem
+
+
+class IngestError(RuntimeError):
+    """An ingest run cannot start; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """What to ingest and how; mirrors the ``eventlake ingest`` options."""
+
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    trigger: str = AVAILABLE_NOW
+    starting_offsets: str = "earliest"
+    ending_offsets: str | None = None
+    checkpoint_name: str | None = None
+    #: Keep ``state/<topic>`` current for every topic of the run (see eventlake.state).
+    state: bool = False
+    #: Rebuild a state table with reconcile when the compaction check finds it at risk.
+    auto_reconcile: bool = False
+
+    def __post_init__(self) -> None:
+        if bool(self.topics) == bool(self.topic_pattern):
+            raise IngestError("Give either one or more --topic, or one --topic-pattern.")
+        problem = trigger_problem(self.trigger)
+        if problem:
+            raise IngestError(problem)
+        if self.state and self.bounded:
+            raise IngestError(
+                "--state needs a streaming run: a bounded replay of older offsets would move "
+                "state tables back in time. Use `eventlake reconcile --topic T` to rebuild state."
+            )
+
+    @property
+    def bounded(self) -> bool:
+        return self.ending_offsets is not None
+
+    @property
+    def source_description(self) -> str:
+        if self.topic_pattern:
+            return f"pattern:{self.topic_pattern}"
+        return "topics:" + ",".join(sorted(self.topics))
+
+    def default_checkpoint_name(self) -> str:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.source_description)
+        return f"ingest-{slug}"[:120]
+
+
+@dataclass
+class IngestSummary:
+    """Counts of one run, printed as one line at the end."""
+
+    records_read: int = 0
+    events: int = 0
+    rejects_by_reason: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    seconds: float = 0.0
+    state_upserted: int = 0
+    state_deleted: int = 0
+    state_skipped_no_key: int = 0
+    state_topics: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    reconciled: list[str] = field(default_factory=list)
+    #: The signal that stopped a streaming run (None: it ended on its own).
+    stopped_by: str | None = None
+
+    @property
+    def rejects(self) -> int:
+        return sum(self.rejects_by_reason.values())
+
+    def add_batch(self, counts: dict[str | None, int]) -> None:
+        self.batches += 1
+        for reason, count in counts.items():
+            self.records_read += count
+            if reason is None:
+                self.events += count
+            else:
+                self.rejects_by_reason[reason] += count
+
+    def add_state(self, changes: dict[str, StateChange]) -> None:
+        for topic, change in changes.items():
+            self.state_topics.add(topic)
+            self.state_upserted += change.upserted
+            self.state_deleted += change.deleted
+            self.state_skipped_no_key += change.skipped_no_key
+
+    def counts_text(self) -> str:
+        """The counts so far, for progress lines: ``batches=3 read=120 events=117 rejects=3``."""
+        return (
+            f"batches={self.batches} read={self.records_read} events={self.events} "
+            f"rejects={self.rejects}"
+        )
+
+    def line(self) -> str:
+        reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
+        state = (
+            f" state(upserted={self.state_upserted} deleted={self.state_deleted} "
+            f"no_key={self.state_skipped_no_key})"
+            if self.state_topics
+            else ""
+        )
+        return (
+            f"ingest: read={self.records_read} events={self.events} rejects={self.rejects}"
+            + (f" ({reasons})" if reasons else "")
+            + state
+            + f" batches={self.batches} seconds={self.seconds:.1f}"
+            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
+        )
+
+
+def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str, str]:
+    """Options of Spark's Kafka source for this request."""
+    subscription = (
+        {"subscribePattern": request.topic_pattern}
+        if request.topic_pattern
+        else {"subscribe": ",".join(request.topics)}
+    )
+    return kafka_source_options(
+        settings,
+        subscription,
+        starting_offsets=request.starting_offsets,
+        ending_offsets=request.ending_offsets,
+    )
