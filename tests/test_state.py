@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake import ingest as ingest_module
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import state_path
 from tests.helpers import binary_headers, read_table, structured_value

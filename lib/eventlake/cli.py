@@ -56,9 +56,10 @@ def broker_start(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker.")] = 60.0,
 ) -> None:
     """Start the broker (no-op when it runs already); wait until it answers."""
-    from eventlake.broker import BrokerError, LocalBroker
+    from eventlake.local.broker import BrokerError, LocalBroker
+    from eventlake.local.settings import load_local_settings
 
-    broker = LocalBroker(load_settings())
+    broker = LocalBroker(load_local_settings())
     was_running = broker.pid() is not None
     try:
         status = broker.start(timeout=timeout)
@@ -70,18 +71,20 @@ def broker_start(
 @broker_app.command("stop")
 def broker_stop() -> None:
     """Stop the broker cleanly."""
-    from eventlake.broker import LocalBroker
+    from eventlake.local.broker import LocalBroker
+    from eventlake.local.settings import load_local_settings
 
-    stopped = LocalBroker(load_settings()).stop()
+    stopped = LocalBroker(load_local_settings()).stop()
     typer.echo("broker stopped" if stopped else "broker was not running")
 
 
 @broker_app.command("status")
 def broker_status() -> None:
     """Say whether the broker runs; exit code 0 when it does, 3 when it does not."""
-    from eventlake.broker import LocalBroker
+    from eventlake.local.broker import LocalBroker
+    from eventlake.local.settings import load_local_settings
 
-    status = LocalBroker(load_settings()).status()
+    status = LocalBroker(load_local_settings()).status()
     typer.echo(status.describe())
     if not status.running:
         raise typer.Exit(3)
@@ -313,7 +316,7 @@ def samples(
     bootstrap_servers: BootstrapOption = None,
 ) -> None:
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
-    from eventlake.samples import produce_samples
+    from eventlake.local.samples import produce_samples
 
     settings = _settings(bootstrap_servers)
     produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
@@ -522,12 +525,13 @@ def demo(
     Triggers eventlake_ingest, eventlake_republish and eventlake_quality through
     Airflow's REST API, waits for each run, then prints queries of the Delta tables.
     """
-    from eventlake.demo import QUERIES, DemoError, run_demo
-    from eventlake.local_airflow import LocalAirflowError
+    from eventlake.local.airflow import LocalAirflowError
+    from eventlake.local.demo import QUERIES, DemoError, run_demo
+    from eventlake.local.settings import load_local_settings
     from eventlake.query import register_tables, run_query
     from eventlake.spark import build_spark_session
 
-    settings = load_settings()
+    settings = load_local_settings()
     try:
         run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
     except (DemoError, LocalAirflowError) as error:
@@ -552,9 +556,10 @@ def demo(
 @airflow_app.command("stop")
 def airflow_stop() -> None:
     """Stop the local Airflow left running by `eventlake demo --keep-ui`."""
-    from eventlake.local_airflow import stop_local_airflow
+    from eventlake.local.airflow import stop_local_airflow
+    from eventlake.local.settings import load_local_settings
 
-    stopped = stop_local_airflow(load_settings().airflow_home)
+    stopped = stop_local_airflow(load_local_settings().airflow_home)
     typer.echo("airflow stopped" if stopped else "airflow was not running")
 
 
