@@ -1,6 +1,5 @@
 """The local platform stays out of production: no module outside eventlake.local imports
-it, except the CLI's local commands (broker, airflow, samples, demo), and those only
-inside the commands."""
+it, except the CLI's local commands, and those only inside the commands."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import eventlake
 
 LIB = Path(eventlake.__file__).resolve().parent
 #: The one module outside eventlake.local allowed to import it (inside its commands).
-CLI_LOCAL = LIB / "cli.py"
+CLI_LOCAL = LIB / "cli" / "local.py"
 
 
 def _imported_modules(path: Path) -> set[str]:
