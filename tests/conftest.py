@@ -28,8 +28,8 @@ from typing import Any, Final
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import BrokerError, LocalBroker
-from eventlake.settings import Settings, load_settings
+from eventlake.local.broker import BrokerError, LocalBroker
+from eventlake.local.settings import LocalSettings, load_local_settings
 from eventlake.spark import build_spark_session
 from tests import timing
 
@@ -57,9 +57,9 @@ XDIST_GROUPS: Final = {
 }
 
 
-def broker_settings(broker_dir: Path) -> Settings:
+def broker_settings(broker_dir: Path) -> LocalSettings:
     """Settings of the test broker and of clients on it."""
-    return load_settings(
+    return load_local_settings(
         bootstrap_servers=f"127.0.0.1:{TEST_BROKER_PORT}",
         broker_port=TEST_BROKER_PORT,
         controller_port=TEST_CONTROLLER_PORT,
@@ -176,7 +176,8 @@ def shared_dir() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def settings(base_dir: Path, shared_dir: Path | None) -> Settings:
+def settings(base_dir: Path, shared_dir: Path | None) -> LocalSettings:
+    """The session's settings: the test broker's, and the jobs' (a subclass of Settings)."""
     return broker_settings((shared_dir or base_dir) / "broker").model_copy(
         update={
             "warehouse": base_dir / "warehouse",
@@ -189,7 +190,7 @@ def settings(base_dir: Path, shared_dir: Path | None) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def broker(settings: Settings, shared_dir: Path | None) -> Iterator[LocalBroker]:
+def broker(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalBroker]:
     local = LocalBroker(settings)
     if shared_dir is not None:
         _wait_for_shared_broker(local, shared_dir)
@@ -206,7 +207,7 @@ def broker(settings: Settings, shared_dir: Path | None) -> Iterator[LocalBroker]
 
 
 @pytest.fixture(scope="session")
-def spark(settings: Settings) -> Iterator[SparkSession]:
+def spark(settings: LocalSettings) -> Iterator[SparkSession]:
     session = build_spark_session(settings, app_name="eventlake-tests")
     yield session
     session.stop()
@@ -219,6 +220,6 @@ def topic_name() -> str:
 
 
 @pytest.fixture
-def warehouse_settings(settings: Settings, tmp_path: Path) -> Settings:
+def warehouse_settings(settings: LocalSettings, tmp_path: Path) -> LocalSettings:
     """The session settings with a warehouse of this test's own."""
     return settings.model_copy(update={"warehouse": tmp_path / "warehouse"})

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import make_admin
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.benchmarks.bench import (
     CEILING_B,

@@ -35,9 +35,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import RejectReason
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import create_topic, make_producer
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, REJECTS
 

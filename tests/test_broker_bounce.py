@@ -31,9 +31,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest
 from eventlake.kafka import connection_lost_error, spark_kafka_options
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import LocalSettings
 from eventlake.republish import RepublishRequest, trail_entries
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, REJECTS
@@ -76,7 +77,7 @@ class Bounced:
 
 
 @pytest.fixture
-def own(settings: Settings, tmp_path: Path) -> Iterator[tuple[LocalBroker, Settings]]:
+def own(settings: LocalSettings, tmp_path: Path) -> Iterator[tuple[LocalBroker, Settings]]:
     """A broker of this test's own and the settings of clients on it."""
     client = settings.model_copy(
         update={

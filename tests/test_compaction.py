@@ -10,10 +10,10 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.compaction import check_compaction
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state

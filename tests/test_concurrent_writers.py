@@ -28,9 +28,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import eventlake.state
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import ensure_tables, state_path
 from tests.helpers import binary_headers, produce_events, read_table

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, REJECTS, state_path
 from tests.fault_tools import (

@@ -51,10 +51,10 @@ from confluent_kafka import KafkaError, Message
 from pyspark.sql import SparkSession
 
 from eventlake.binding import RejectReason, decode_records
-from eventlake.broker import LocalBroker
 from eventlake.compaction import topic_offsets
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import create_topic, make_producer, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS
 from tests.helpers import binary_headers, structured_value

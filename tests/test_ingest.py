@@ -11,10 +11,10 @@ from pyspark.sql import functions as F
 
 from eventlake.batch_commits import VERSIONS_FILE, BatchCommits
 from eventlake.binding import RejectReason, decode_records, to_events
-from eventlake.broker import LocalBroker
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, append_batch, run_ingest
 from eventlake.kafka import create_topic
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
 from tests.helpers import binary_headers, produce_events, read_table

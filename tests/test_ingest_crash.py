@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import create_topic
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.helpers import produce_events, read_table
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import create_topic, make_producer, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 
 RECORDS = [

@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from eventlake.broker import LocalBroker
 from eventlake.cli import app
 from eventlake.kafka import create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.maintenance import (
     RETENTION_CHECK_CONF,
     MaintenanceError,

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 

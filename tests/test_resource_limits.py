@@ -40,10 +40,10 @@ from typing import Final
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.compaction import topic_offsets
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.helpers import binary_headers, read_table
 

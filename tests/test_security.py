@@ -18,9 +18,10 @@ from confluent_kafka import Consumer
 from pydantic import SecretStr
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import KafkaConnectionError, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import LocalSettings
 from eventlake.settings import Settings
 from tests.helpers import binary_headers
 
@@ -45,7 +46,7 @@ def secured_broker(broker: LocalBroker, password: str) -> LocalBroker:
     return broker
 
 
-def _client_settings(settings: Settings, warehouse: Path, password: str) -> Settings:
+def _client_settings(settings: LocalSettings, warehouse: Path, password: str) -> Settings:
     return settings.model_copy(
         update={
             "bootstrap_servers": f"127.0.0.1:{settings.broker_sasl_port}",
@@ -91,7 +92,11 @@ def _run_cli(client: Settings, password: str, args: list[str]) -> tuple[int, str
 
 
 def test_ingest_over_scram_without_leaking_the_password(
-    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
+    secured_broker: LocalBroker,
+    settings: LocalSettings,
+    password: str,
+    tmp_path: Path,
+    topic_name: str,
 ) -> None:
     client = _client_settings(settings, tmp_path / "warehouse", password)
     create_topic(client, topic_name)
@@ -109,7 +114,11 @@ def test_ingest_over_scram_without_leaking_the_password(
 
 
 def test_republish_over_scram_without_leaking_the_password(
-    secured_broker: LocalBroker, settings: Settings, password: str, tmp_path: Path, topic_name: str
+    secured_broker: LocalBroker,
+    settings: LocalSettings,
+    password: str,
+    tmp_path: Path,
+    topic_name: str,
 ) -> None:
     client = _client_settings(settings, tmp_path / "warehouse", password)
     create_topic(client, topic_name)
@@ -144,7 +153,7 @@ def test_republish_over_scram_without_leaking_the_password(
 
 
 def test_wrong_password_is_a_clear_authentication_error(
-    secured_broker: LocalBroker, spark: SparkSession, settings: Settings, tmp_path: Path
+    secured_broker: LocalBroker, spark: SparkSession, settings: LocalSettings, tmp_path: Path
 ) -> None:
     client = _client_settings(settings, tmp_path / "warehouse", "not-the-password")
     with pytest.raises(

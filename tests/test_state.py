@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.ingest import run as ingest_run
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import state_path
 from tests.helpers import binary_headers, read_table, structured_value

@@ -8,10 +8,10 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.checkpoint import hold_checkpoint
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk
 from eventlake.status import CheckpointStatus, streams_reading, warehouse_status

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.checkpoint import CheckpointBusyError
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.status import streams_reading

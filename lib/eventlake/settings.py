@@ -7,6 +7,9 @@ Kafka client options (security protocol, SASL) pass through as a JSON object in
 ``EVENTLAKE_KAFKA_OPTIONS`` so that no credential ever appears in code or on a
 command line.
 
+The local platform's own fields (the local broker's and Airflow's ports and folders)
+are not job settings: :class:`eventlake.local.settings.LocalSettings` adds them.
+
 Example:
     >>> from eventlake.settings import load_settings
     >>> settings = load_settings()
@@ -74,31 +77,10 @@ class Settings(BaseSettings):
         default=PROJECT_ROOT / "infra" / "jars" / "spark",
         description="Folder holding the Kafka connector and Delta jars (make jars).",
     )
-    kafka_jars_dir: Path = Field(
-        default=PROJECT_ROOT / "infra" / "jars" / "kafka",
-        description="Folder holding the Apache Kafka broker jars (make jars).",
-    )
     log_config: Path = Field(
         default=PROJECT_ROOT / "infra" / "log4j2.properties",
         description="log4j2 configuration of Spark drivers (warnings and errors only).",
     )
-    broker_dir: Path = Field(
-        default=PROJECT_ROOT / "var" / "broker",
-        description="Data, logs and pid file of the local broker.",
-    )
-    broker_port: int = Field(default=9092, description="Client port of the local broker.")
-    controller_port: int = Field(default=9093, description="KRaft controller port.")
-    broker_sasl_port: int | None = Field(
-        default=None,
-        description="When set, the local broker also listens with SASL_PLAINTEXT "
-        "(SCRAM-SHA-512) on this port, for the user in kafka_options/kafka_password.",
-    )
-    airflow_home: Path = Field(
-        default=PROJECT_ROOT / "var" / "airflow",
-        description="AIRFLOW_HOME of the local Airflow that `make demo` starts.",
-    )
-    airflow_port: int = Field(default=8080, description="Port of the local Airflow UI/API.")
-    broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
     kafka_options: dict[str, str] = Field(
         default_factory=dict,
         description="Extra librdkafka/Java client options, e.g. security.protocol, sasl.*.",

@@ -69,9 +69,10 @@ from typing import Any, Final
 
 import psutil
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import Record, create_topic, delete_topics, make_admin, make_producer
-from eventlake.settings import Settings, load_settings
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import load_local_settings
+from eventlake.settings import Settings
 
 HERE: Final = Path(__file__).resolve().parent
 RESULTS: Final = HERE.parents[1] / "results"
@@ -633,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     if "quality" in args.jobs and "ingest-mixed" not in args.jobs:
         parser.error("the quality job checks the table of ingest-mixed: add ingest-mixed")
 
-    base = load_settings()
+    base = load_local_settings()
     settings = base.model_copy(update={"warehouse": base.warehouse.parent / "bench-warehouse"})
     broker = LocalBroker(settings)
     broker.start()

@@ -56,9 +56,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import create_topic, delete_topics, make_producer
-from eventlake.settings import Settings, load_settings
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import load_local_settings
+from eventlake.settings import Settings
 from tests.benchmarks.bench import (
     PARTITIONS,
     RESULTS,
@@ -510,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.duration < 10:
         parser.error("--duration must be at least 10 seconds")
-    base = load_settings()
+    base = load_local_settings()
     settings = base.model_copy(
         update={
             "warehouse": base.warehouse.parent / "bench-latency",

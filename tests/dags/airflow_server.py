@@ -1,4 +1,4 @@
-"""A real Airflow 3 deployment for tests (:mod:`eventlake.local_airflow`): api-server,
+"""A real Airflow 3 deployment for tests (:mod:`eventlake.local.airflow`): api-server,
 scheduler (LocalExecutor on SQLite) and dag-processor on the project's dags/ folder, in
 a temporary AIRFLOW_HOME, the API on a free port of 127.0.0.1. Only runs a test
 triggers happen.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.local_airflow import LocalAirflow, free_port
+from eventlake.local.airflow import LocalAirflow, free_port
 from eventlake.settings import Settings
 
 AirflowServer = LocalAirflow

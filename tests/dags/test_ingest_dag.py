@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import create_topic, make_producer
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
 

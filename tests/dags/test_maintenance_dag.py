@@ -10,9 +10,9 @@ import pytest
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.orchestration import MaintenanceParams, OrchestrationError
 from eventlake.settings import Settings
 from eventlake.tables import state_path

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
 from tests.helpers import binary_headers

@@ -20,10 +20,10 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
-from eventlake.broker import LocalBroker
 from eventlake.cli import app
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.quality import CheckName, CheckReport, CheckRequest, QualityConfig, run_checks
 from eventlake.quality.gx import DQ_DOCS
 from eventlake.settings import Settings

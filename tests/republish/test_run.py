@@ -22,9 +22,9 @@ from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.formats.json import JSONFormat
 from pyspark.sql import SparkSession
 
-from eventlake.broker import LocalBroker
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
+from eventlake.local.broker import LocalBroker
 from eventlake.republish import run as run_module
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish

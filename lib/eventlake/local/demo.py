@@ -3,7 +3,7 @@
 1. start the local Kafka broker;
 2. produce a realistic mixed stream to a keyed, compacted topic (binary and structured
    events, several types, updates and tombstones per entity, ~5% invalid records);
-3. start a local Airflow (:mod:`eventlake.local_airflow`) on the project's DAGs, with the
+3. start a local Airflow (:mod:`eventlake.local.airflow`) on the project's DAGs, with the
    topic configured as a state topic and one re-key route;
 4. trigger ``eventlake_ingest``, then ``eventlake_republish`` and ``eventlake_quality``,
    through the REST API as the UI's trigger button does, and wait for each run;
@@ -12,7 +12,7 @@
 Airflow is stopped at the end unless ``keep_ui`` (``make demo-ui``) leaves it running.
 
 Example:
-    >>> run_demo(load_settings(), count=500, keep_ui=False)
+    >>> run_demo(load_local_settings(), count=500, keep_ui=False)
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from eventlake.local_airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
-from eventlake.settings import Settings
+from eventlake.local.airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
+from eventlake.local.settings import LocalSettings
 
 DEMO_TOPIC: Final = "demo.orders"
 #: The re-key route of the demo: the same events keyed by the partitionkey extension.
@@ -90,15 +90,15 @@ def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
 
 
 def run_demo(
-    settings: Settings,
+    settings: LocalSettings,
     *,
     count: int = 500,
     keep_ui: bool = False,
     say: Callable[[str], None] = print,
 ) -> DemoRun:
     """Run the demo end to end; raises :class:`DemoError` when a DAG run fails."""
-    from eventlake.broker import LocalBroker
-    from eventlake.samples import produce_samples
+    from eventlake.local.broker import LocalBroker
+    from eventlake.local.samples import produce_samples
 
     started = time.monotonic()
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.broker import BrokerError, LocalBroker
-from eventlake.settings import Settings
+from eventlake.local.broker import BrokerError, LocalBroker
+from eventlake.local.settings import LocalSettings
 
 
 @pytest.fixture(scope="module")
 def own_broker(
-    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    settings: LocalSettings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalBroker]:
     own = settings.model_copy(
         update={
@@ -59,7 +59,7 @@ def test_stop_is_clean_and_idempotent(own_broker: LocalBroker) -> None:
     assert "shut down completed" in log or "shutting down" in log.lower()
 
 
-def test_taken_port_gives_clear_message(settings: Settings, tmp_path: Path) -> None:
+def test_taken_port_gives_clear_message(settings: LocalSettings, tmp_path: Path) -> None:
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
@@ -76,10 +76,10 @@ def test_taken_port_gives_clear_message(settings: Settings, tmp_path: Path) -> N
             LocalBroker(taken).start(timeout=10)
 
 
-def test_cluster_id_starting_with_dash_formats(settings: Settings, tmp_path: Path) -> None:
+def test_cluster_id_starting_with_dash_formats(settings: LocalSettings, tmp_path: Path) -> None:
     """Kafka's storage tool parses arguments with argparse: an id like "-abc" must not
     be mistaken for an option (about 1 in 64 random ids start with "-")."""
-    import eventlake.broker as broker_module
+    import eventlake.local.broker as broker_module
 
     own = settings.model_copy(
         update={"broker_dir": tmp_path, "broker_port": 29292, "broker_sasl_port": None}

@@ -6,9 +6,9 @@ broker answers a metadata request; stop is a clean shutdown (SIGTERM, then SIGKI
 only if the broker does not exit in time).
 
 Example:
-    >>> from eventlake.settings import load_settings
-    >>> from eventlake.broker import LocalBroker
-    >>> broker = LocalBroker(load_settings())
+    >>> from eventlake.local.broker import LocalBroker
+    >>> from eventlake.local.settings import load_local_settings
+    >>> broker = LocalBroker(load_local_settings())
     >>> broker.start().running
     True
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from eventlake.settings import Settings
+from eventlake.local.settings import LocalSettings
 
 
 class BrokerError(RuntimeError):
@@ -80,7 +80,7 @@ def _process_alive(pid: int) -> bool:
 class LocalBroker:
     """Start, stop and query the project-local Kafka broker."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: LocalSettings) -> None:
         self.settings = settings
         self.home = settings.broker_dir
         self.data_dir = self.home / "data"

@@ -1,90 +1,20 @@
-"""The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check,
-maintain, demo.
+"""The job commands: ingest, reconcile, maintain, republish, check.
 
-Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
+Each builds its request from the options (refused arguments exit 2 with the reason),
+runs the job in a Spark session and prints its summary line. The spark-submit entry
+points in jobs/ run these same commands.
 
 Example:
-    $ eventlake broker start
-    $ eventlake samples --topic demo.orders --count 500
     $ eventlake ingest --topic demo.orders
-    $ eventlake query "SELECT type, count(*) FROM events GROUP BY type"
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from eventlake.settings import Settings, load_settings
-
-app = typer.Typer(
-    help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-broker_app = typer.Typer(
-    help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
-)
-app.add_typer(broker_app, name="broker")
-airflow_app = typer.Typer(help="The local Airflow that `make demo` starts.", no_args_is_help=True)
-app.add_typer(airflow_app, name="airflow")
-
-BootstrapOption = Annotated[
-    str | None,
-    typer.Option(help="Kafka bootstrap servers (default: EVENTLAKE_BOOTSTRAP_SERVERS)."),
-]
-WarehouseOption = Annotated[
-    Path | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
-]
-
-
-def _settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:
-    return load_settings(bootstrap_servers=bootstrap_servers, warehouse=warehouse)
-
-
-def _fail(message: str, code: int = 1) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code)
-
-
-@broker_app.command("start")
-def broker_start(
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker.")] = 60.0,
-) -> None:
-    """Start the broker (no-op when it runs already); wait until it answers."""
-    from eventlake.broker import BrokerError, LocalBroker
-
-    broker = LocalBroker(load_settings())
-    was_running = broker.pid() is not None
-    try:
-        status = broker.start(timeout=timeout)
-    except BrokerError as error:
-        _fail(str(error))
-    typer.echo(("already running: " if was_running else "started: ") + status.describe())
-
-
-@broker_app.command("stop")
-def broker_stop() -> None:
-    """Stop the broker cleanly."""
-    from eventlake.broker import LocalBroker
-
-    stopped = LocalBroker(load_settings()).stop()
-    typer.echo("broker stopped" if stopped else "broker was not running")
-
-
-@broker_app.command("status")
-def broker_status() -> None:
-    """Say whether the broker runs; exit code 0 when it does, 3 when it does not."""
-    from eventlake.broker import LocalBroker
-
-    status = LocalBroker(load_settings()).status()
-    typer.echo(status.describe())
-    if not status.running:
-        raise typer.Exit(3)
+from eventlake.cli.common import BootstrapOption, WarehouseOption, app, fail, job_settings
 
 
 @app.command()
@@ -142,7 +72,7 @@ def ingest(
     from eventlake.kafka import KafkaConnectionError
     from eventlake.spark import MissingJarsError, build_spark_session
 
-    settings = _settings(bootstrap_servers, warehouse)
+    settings = job_settings(bootstrap_servers, warehouse)
     try:
         request = IngestRequest(
             topics=tuple(topic or ()),
@@ -163,7 +93,7 @@ def ingest(
         MissingJarsError,
         KafkaConnectionError,
     ) as error:
-        _fail(str(error), code=2)
+        fail(str(error), code=2)
     typer.echo(summary.line())
 
 
@@ -178,28 +108,9 @@ def reconcile(
     from eventlake.spark import build_spark_session
     from eventlake.state import reconcile_state
 
-    settings = _settings(bootstrap_servers, warehouse)
+    settings = job_settings(bootstrap_servers, warehouse)
     spark = build_spark_session(settings, app_name="eventlake-reconcile")
     typer.echo(reconcile_state(spark, settings, topic).line())
-
-
-@app.command("compaction-check")
-def compaction_check(
-    topic: Annotated[list[str], typer.Option("--topic", help="Topic to check; repeatable.")],
-    bootstrap_servers: BootstrapOption = None,
-    warehouse: WarehouseOption = None,
-) -> None:
-    """Say whether a state table may have missed tombstones; exit 4 when one may have."""
-    from eventlake.compaction import check_compaction
-    from eventlake.spark import build_spark_session
-
-    settings = _settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-compaction-check")
-    reports = [check_compaction(spark, settings, t) for t in topic]
-    for report in reports:
-        typer.echo(report.message)
-    if any(r.at_risk for r in reports):
-        raise typer.Exit(4)
 
 
 @app.command()
@@ -247,79 +158,13 @@ def maintain(
             dry_run=dry_run,
         )
     except MaintenanceError as error:
-        _fail(str(error), code=2)
-        return
-    settings = _settings(bootstrap_servers, warehouse)
+        fail(str(error), code=2)
+    settings = job_settings(bootstrap_servers, warehouse)
     spark = build_spark_session(settings, app_name="eventlake-maintenance")
     summary = run_maintenance(spark, settings, request, report=typer.echo)
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)
-
-
-@app.command()
-def status(
-    topic: Annotated[
-        list[str] | None,
-        typer.Option("--topic", help="Only the checkpoints reading this topic; repeatable."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
-    bootstrap_servers: BootstrapOption = None,
-    warehouse: WarehouseOption = None,
-) -> None:
-    """Where each ingest and republish stands, per checkpoint: current offset (all
-    before it is in the tables), log end offset and lag per partition; the last batch;
-    whether a stream holds it. Also compaction risks of state tables.
-
-    Starts no Spark. Exit 3 when Kafka did not answer (current offsets still shown).
-    """
-    from eventlake.status import warehouse_status
-
-    report = warehouse_status(_settings(bootstrap_servers, warehouse), topics=tuple(topic or ()))
-    typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render())
-    if report.kafka_error:
-        raise typer.Exit(3)
-
-
-@app.command()
-def query(
-    sql: Annotated[str, typer.Argument(help="SQL over the tables events, rejects, ...")],
-    output_format: Annotated[
-        str, typer.Option("--format", help="'table' or 'json' (JSON lines).")
-    ] = "table",
-    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
-    warehouse: WarehouseOption = None,
-) -> None:
-    """Run SQL over the warehouse's Delta tables, registered by name."""
-    from eventlake.query import register_tables, run_query
-    from eventlake.spark import build_spark_session
-
-    if output_format not in {"table", "json"}:
-        _fail("--format must be 'table' or 'json'", code=2)
-    settings = _settings(warehouse=warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-query")
-    names = register_tables(spark, settings)
-    if not names:
-        _fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
-    typer.echo(run_query(spark, sql, output_format=output_format, limit=limit))
-
-
-@app.command()
-def samples(
-    topic: Annotated[str, typer.Option(help="Topic to produce to (created, compacted).")],
-    count: Annotated[int, typer.Option(min=1, help="Records to produce.")] = 500,
-    partitions: Annotated[int, typer.Option(min=1, help="Partitions of a new topic.")] = 3,
-    seed: Annotated[int, typer.Option(help="Random seed of the stream.")] = 7,
-    bootstrap_servers: BootstrapOption = None,
-) -> None:
-    """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
-    from eventlake.samples import produce_samples
-
-    settings = _settings(bootstrap_servers)
-    produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
-    typer.echo(
-        json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
-    )
 
 
 @app.command()
@@ -436,7 +281,7 @@ def republish(
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
     from eventlake.spark import MissingJarsError, build_spark_session
 
-    settings = _settings(bootstrap_servers, warehouse)
+    settings = job_settings(bootstrap_servers, warehouse)
     try:
         request = RepublishRequest(
             source=source,
@@ -473,7 +318,7 @@ def republish(
         MissingJarsError,
         KafkaConnectionError,
     ) as error:
-        _fail(str(error), code=2)
+        fail(str(error), code=2)
     typer.echo(summary.line())
 
 
@@ -497,71 +342,13 @@ def check(
     from eventlake.quality import CheckRequest, QualityError, run_checks
     from eventlake.spark import MissingJarsError, build_spark_session
 
-    settings = _settings(warehouse=warehouse)
+    settings = job_settings(warehouse=warehouse)
     try:
         request = CheckRequest(table=table, full=full, topic=topic)
         spark = build_spark_session(settings, app_name="eventlake-check")
         report = run_checks(spark, settings, request)
     except (QualityError, MissingJarsError) as error:
-        _fail(str(error), code=2)
+        fail(str(error), code=2)
     typer.echo(report.render())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
-
-
-@app.command()
-def demo(
-    count: Annotated[int, typer.Option(min=1, help="Sample records to produce.")] = 500,
-    keep_ui: Annotated[
-        bool,
-        typer.Option("--keep-ui", help="Leave Airflow running at the end (stop: make stop)."),
-    ] = False,
-) -> None:
-    """The whole platform locally: broker, sample stream, Airflow, the DAGs, queries.
-
-    Triggers eventlake_ingest, eventlake_republish and eventlake_quality through
-    Airflow's REST API, waits for each run, then prints queries of the Delta tables.
-    """
-    from eventlake.demo import QUERIES, DemoError, run_demo
-    from eventlake.local_airflow import LocalAirflowError
-    from eventlake.query import register_tables, run_query
-    from eventlake.spark import build_spark_session
-
-    settings = load_settings()
-    try:
-        run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
-    except (DemoError, LocalAirflowError) as error:
-        _fail(str(error))
-    spark = build_spark_session(settings, app_name="eventlake-demo-queries")
-    register_tables(spark, settings)
-    for title, sql in QUERIES:
-        typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
-    typer.echo(f'\nTables: {settings.warehouse} (eventlake query "SQL" to explore).')
-    if keep_ui:
-        typer.echo(
-            f"Airflow UI: {run.url} (no login: local SimpleAuthManager, every user admin). "
-            "Stop everything with: make stop"
-        )
-    else:
-        typer.echo(
-            "Airflow was stopped. `make demo-ui` runs the demo and leaves the UI up at "
-            f"{run.url}. Stop the broker with: make stop"
-        )
-
-
-@airflow_app.command("stop")
-def airflow_stop() -> None:
-    """Stop the local Airflow left running by `eventlake demo --keep-ui`."""
-    from eventlake.local_airflow import stop_local_airflow
-
-    stopped = stop_local_airflow(load_settings().airflow_home)
-    typer.echo("airflow stopped" if stopped else "airflow was not running")
-
-
-def main() -> None:
-    """Entry point for ``python -m eventlake.cli`` and the jobs/ scripts."""
-    app(sys.argv[1:])
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,66 @@
+"""The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check,
+maintain, demo.
+
+Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
+The commands live by concern: ``jobs`` (ingest, reconcile, maintain, republish,
+check), ``reports`` (compaction-check, status, query) and ``local`` (broker, airflow,
+samples, demo); importing them here registers them on :data:`app`, and ``common``
+holds what they share.
+
+Example:
+    $ eventlake broker start
+    $ eventlake samples --topic demo.orders --count 500
+    $ eventlake ingest --topic demo.orders
+    $ eventlake query "SELECT type, count(*) FROM events GROUP BY type"
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Final
+
+from typer.main import get_command_name
+from typer.models import CommandInfo
+
+from eventlake.cli import jobs, local, reports
+from eventlake.cli.common import app
+
+__all__ = ["app", "jobs", "local", "main", "reports"]
+
+#: The order ``eventlake --help`` lists the commands in, whichever module holds them
+#: (the groups, broker and airflow, come after them).
+COMMAND_ORDER: Final = (
+    "ingest",
+    "reconcile",
+    "compaction-check",
+    "maintain",
+    "status",
+    "query",
+    "samples",
+    "republish",
+    "check",
+    "demo",
+)
+
+
+def _command_name(info: CommandInfo) -> str:
+    if info.name:
+        return info.name
+    return get_command_name(info.callback.__name__) if info.callback else ""
+
+
+def _position(info: CommandInfo) -> int:
+    name = _command_name(info)
+    return COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER)
+
+
+app.registered_commands.sort(key=_position)
+
+
+def main() -> None:
+    """Entry point for ``python -m eventlake.cli`` and the jobs/ scripts.
+
+    Example:
+        $ python -m eventlake.cli status --json
+    """
+    app(sys.argv[1:])

@@ -1,0 +1,5 @@
+"""``python -m eventlake.cli``: the ``eventlake`` command line."""
+
+from eventlake.cli import main
+
+main()

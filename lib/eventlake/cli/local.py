@@ -1,0 +1,134 @@
+"""The commands of the local platform (:mod:`eventlake.local`): the broker, the local
+Airflow, the sample stream and the demo.
+
+Their imports of :mod:`eventlake.local` stay inside the commands, so that the job
+entry points, which import :mod:`eventlake.cli`, never load the local platform.
+
+Example:
+    $ eventlake broker start
+    $ eventlake samples --topic demo.orders --count 500
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from eventlake.cli.common import BootstrapOption, app, fail, job_settings
+
+broker_app = typer.Typer(
+    help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
+)
+app.add_typer(broker_app, name="broker")
+airflow_app = typer.Typer(help="The local Airflow that `make demo` starts.", no_args_is_help=True)
+app.add_typer(airflow_app, name="airflow")
+
+
+@broker_app.command("start")
+def broker_start(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker.")] = 60.0,
+) -> None:
+    """Start the broker (no-op when it runs already); wait until it answers."""
+    from eventlake.local.broker import BrokerError, LocalBroker
+    from eventlake.local.settings import load_local_settings
+
+    broker = LocalBroker(load_local_settings())
+    was_running = broker.pid() is not None
+    try:
+        status = broker.start(timeout=timeout)
+    except BrokerError as error:
+        fail(str(error))
+    typer.echo(("already running: " if was_running else "started: ") + status.describe())
+
+
+@broker_app.command("stop")
+def broker_stop() -> None:
+    """Stop the broker cleanly."""
+    from eventlake.local.broker import LocalBroker
+    from eventlake.local.settings import load_local_settings
+
+    stopped = LocalBroker(load_local_settings()).stop()
+    typer.echo("broker stopped" if stopped else "broker was not running")
+
+
+@broker_app.command("status")
+def broker_status() -> None:
+    """Say whether the broker runs; exit code 0 when it does, 3 when it does not."""
+    from eventlake.local.broker import LocalBroker
+    from eventlake.local.settings import load_local_settings
+
+    status = LocalBroker(load_local_settings()).status()
+    typer.echo(status.describe())
+    if not status.running:
+        raise typer.Exit(3)
+
+
+@app.command()
+def samples(
+    topic: Annotated[str, typer.Option(help="Topic to produce to (created, compacted).")],
+    count: Annotated[int, typer.Option(min=1, help="Records to produce.")] = 500,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions of a new topic.")] = 3,
+    seed: Annotated[int, typer.Option(help="Random seed of the stream.")] = 7,
+    bootstrap_servers: BootstrapOption = None,
+) -> None:
+    """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
+    from eventlake.local.samples import produce_samples
+
+    settings = job_settings(bootstrap_servers)
+    produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
+    typer.echo(
+        json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
+    )
+
+
+@app.command()
+def demo(
+    count: Annotated[int, typer.Option(min=1, help="Sample records to produce.")] = 500,
+    keep_ui: Annotated[
+        bool,
+        typer.Option("--keep-ui", help="Leave Airflow running at the end (stop: make stop)."),
+    ] = False,
+) -> None:
+    """The whole platform locally: broker, sample stream, Airflow, the DAGs, queries.
+
+    Triggers eventlake_ingest, eventlake_republish and eventlake_quality through
+    Airflow's REST API, waits for each run, then prints queries of the Delta tables.
+    """
+    from eventlake.local.airflow import LocalAirflowError
+    from eventlake.local.demo import QUERIES, DemoError, run_demo
+    from eventlake.local.settings import load_local_settings
+    from eventlake.query import register_tables, run_query
+    from eventlake.spark import build_spark_session
+
+    settings = load_local_settings()
+    try:
+        run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
+    except (DemoError, LocalAirflowError) as error:
+        fail(str(error))
+    spark = build_spark_session(settings, app_name="eventlake-demo-queries")
+    register_tables(spark, settings)
+    for title, sql in QUERIES:
+        typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
+    typer.echo(f'\nTables: {settings.warehouse} (eventlake query "SQL" to explore).')
+    if keep_ui:
+        typer.echo(
+            f"Airflow UI: {run.url} (no login: local SimpleAuthManager, every user admin). "
+            "Stop everything with: make stop"
+        )
+    else:
+        typer.echo(
+            "Airflow was stopped. `make demo-ui` runs the demo and leaves the UI up at "
+            f"{run.url}. Stop the broker with: make stop"
+        )
+
+
+@airflow_app.command("stop")
+def airflow_stop() -> None:
+    """Stop the local Airflow left running by `eventlake demo --keep-ui`."""
+    from eventlake.local.airflow import stop_local_airflow
+    from eventlake.local.settings import load_local_settings
+
+    stopped = stop_local_airflow(load_local_settings().airflow_home)
+    typer.echo("airflow stopped" if stopped else "airflow was not running")

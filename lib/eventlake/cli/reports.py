@@ -1,0 +1,81 @@
+"""The commands that read and report: compaction-check, status, query.
+
+Example:
+    $ eventlake status --topic demo.orders
+    $ eventlake query "SELECT type, count(*) FROM events GROUP BY type"
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from eventlake.cli.common import BootstrapOption, WarehouseOption, app, fail, job_settings
+
+
+@app.command("compaction-check")
+def compaction_check(
+    topic: Annotated[list[str], typer.Option("--topic", help="Topic to check; repeatable.")],
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Say whether a state table may have missed tombstones; exit 4 when one may have."""
+    from eventlake.compaction import check_compaction
+    from eventlake.spark import build_spark_session
+
+    settings = job_settings(bootstrap_servers, warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-compaction-check")
+    reports = [check_compaction(spark, settings, t) for t in topic]
+    for report in reports:
+        typer.echo(report.message)
+    if any(r.at_risk for r in reports):
+        raise typer.Exit(4)
+
+
+@app.command()
+def status(
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", help="Only the checkpoints reading this topic; repeatable."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    bootstrap_servers: BootstrapOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Where each ingest and republish stands, per checkpoint: current offset (all
+    before it is in the tables), log end offset and lag per partition; the last batch;
+    whether a stream holds it. Also compaction risks of state tables.
+
+    Starts no Spark. Exit 3 when Kafka did not answer (current offsets still shown).
+    """
+    from eventlake.status import warehouse_status
+
+    report = warehouse_status(job_settings(bootstrap_servers, warehouse), topics=tuple(topic or ()))
+    typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render())
+    if report.kafka_error:
+        raise typer.Exit(3)
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL over the tables events, rejects, ...")],
+    output_format: Annotated[
+        str, typer.Option("--format", help="'table' or 'json' (JSON lines).")
+    ] = "table",
+    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Run SQL over the warehouse's Delta tables, registered by name."""
+    from eventlake.query import register_tables, run_query
+    from eventlake.spark import build_spark_session
+
+    if output_format not in {"table", "json"}:
+        fail("--format must be 'table' or 'json'", code=2)
+    settings = job_settings(warehouse=warehouse)
+    spark = build_spark_session(settings, app_name="eventlake-query")
+    names = register_tables(spark, settings)
+    if not names:
+        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
+    typer.echo(run_query(spark, sql, output_format=output_format, limit=limit))
