@@ -72,16 +72,6 @@ def eventlake_ingest() -> None:
         """On a full refresh, one reconcile per state topic; otherwise none (skipped)."""
         return orchestration.plan_reconcile(params or {}, load_settings())
 
-    @task.short_circuit
-    def submit_unless_dry_run(
-        submits: list[dict[str, Any]], params: dict[str, Any] | None = None
-    ) -> bool:
-        """Log the commands; a dry run stops here and the submits are skipped."""
-        dry_run = bool((params or {}).get("dry_run"))
-        for line in orchestration.dry_run_report(INGEST_JOB, submits):
-            print(("dry run, would run: " if dry_run else "will run: ") + line)
-        return not dry_run
-
     submits = plan()
     rebuilds = plan_state_rebuilds()
     ingest = SparkSubmitOperator.partial(
@@ -103,7 +93,7 @@ def eventlake_ingest() -> None:
         max_active_tis_per_dagrun=1,
         map_index_template="{{ task.application_args[1] }}",
     ).expand_kwargs(rebuilds)
-    submit_unless_dry_run(submits) >> ingest >> reconcile
+    orchestration.submit_unless_dry_run(INGEST_JOB, submits) >> ingest >> reconcile
     rebuilds >> reconcile
 
 

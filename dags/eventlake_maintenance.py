@@ -62,8 +62,8 @@ def eventlake_maintenance() -> None:
         """Cross-check the params (a retention below 168 h needs allow_below_safety) and
         return the spark-submit arguments, conf, jars and environment of the job."""
         submit = orchestration.plan_maintenance(params or {}, load_settings())
-        for line in orchestration.dry_run_report(MAINTAIN_JOB, [submit]):
-            print("will run: " + line)
+        # Submitted on a dry run too: the job's own --dry-run reports what it would do.
+        orchestration.log_commands(MAINTAIN_JOB, [submit], dry_run=False)
         return submit
 
     submit = validate()

@@ -60,14 +60,6 @@ def eventlake_quality() -> None:
         """Check the params; the spark-submit arguments, conf, jars and environment."""
         return orchestration.plan_quality(params or {}, load_settings())
 
-    @task.short_circuit
-    def submit_unless_dry_run(submit: dict[str, Any], params: dict[str, Any] | None = None) -> bool:
-        """Log the command; a dry run stops here and the check is skipped."""
-        dry_run = bool((params or {}).get("dry_run"))
-        for line in orchestration.dry_run_report(CHECK_JOB, [submit]):
-            print(("dry run, would run: " if dry_run else "will run: ") + line)
-        return not dry_run
-
     submit = plan()
     check = SparkSubmitOperator(
         task_id="check",
@@ -81,7 +73,7 @@ def eventlake_quality() -> None:
         # Results are recorded even when a check fails: a retry would pass on an empty slice.
         retries=0,
     )
-    submit_unless_dry_run(submit) >> check
+    orchestration.submit_unless_dry_run(CHECK_JOB, submit) >> check
 
 
 eventlake_quality()

@@ -57,16 +57,6 @@ def eventlake_republish() -> None:
         """Check the params; one spark-submit (args, conf, jars, env) per route."""
         return orchestration.plan_republish(params or {}, load_settings())
 
-    @task.short_circuit
-    def submit_unless_dry_run(
-        submits: list[dict[str, Any]], params: dict[str, Any] | None = None
-    ) -> bool:
-        """Log the commands; a dry run stops here and the submits are skipped."""
-        dry_run = bool((params or {}).get("dry_run"))
-        for line in orchestration.dry_run_report(REPUBLISH_JOB, submits):
-            print(("dry run, would run: " if dry_run else "will run: ") + line)
-        return not dry_run
-
     submits = plan()
     republish = SparkSubmitOperator.partial(
         task_id="republish",
@@ -76,7 +66,7 @@ def eventlake_republish() -> None:
         max_active_tis_per_dagrun=1,
         map_index_template="{{ task.application_args[1] }}>{{ task.application_args[3] }}",
     ).expand_kwargs(submits)
-    submit_unless_dry_run(submits) >> republish
+    orchestration.submit_unless_dry_run(REPUBLISH_JOB, submits) >> republish
 
 
 eventlake_republish()

@@ -42,3 +42,14 @@ def test_dag_retries_at_least_once(dag: Any) -> None:
 @pytest.mark.parametrize("dag", _dags(), ids=lambda dag: dag.dag_id)
 def test_dag_has_doc_md(dag: Any) -> None:
     assert dag.doc_md and dag.doc_md.strip()
+
+
+@pytest.mark.parametrize(
+    "dag",
+    [dag for dag in _dags() if dag.has_task("submit_unless_dry_run")],
+    ids=lambda dag: dag.dag_id,
+)
+def test_dry_run_stop_is_the_shared_task(dag: Any) -> None:
+    """Written once (eventlake.orchestration.dry_run), not a copy per DAG file."""
+    gate = dag.get_task("submit_unless_dry_run")
+    assert gate.python_callable.__module__ == "eventlake.orchestration.dry_run"

@@ -1,5 +1,6 @@
-"""The eventlake_maintenance DAG: its params, and runs end to end with dag.test() (real
-broker, real spark-submit). The library: tests/test_maintenance.py."""
+"""The eventlake_maintenance DAG, run end to end with dag.test() (real broker, real
+spark-submit). Its params: tests/orchestration/test_maintenance.py; the library:
+tests/test_maintenance.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pyspark.sql import SparkSession
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, produce_all
 from eventlake.local.broker import LocalBroker
-from eventlake.orchestration import MaintenanceParams, OrchestrationError
 from eventlake.settings import Settings
 from eventlake.tables import state_path
 from tests.dags.dag_helpers import task_states
@@ -21,41 +21,6 @@ from tests.helpers import delta_operations, keyed_events
 
 DAG_ID = "eventlake_maintenance"
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "eventlake_maintenance.py"
-
-
-# --- the DAG's params: eventlake.orchestration.MaintenanceParams ---------------------
-
-
-def test_params_map_to_job_arguments() -> None:
-    params = {"retention_hours": 0, "allow_below_safety": True, "topics": ["a"], "dry_run": True}
-
-    args = MaintenanceParams.from_params(params).application_args()
-
-    assert args == [
-        "--retention-hours",
-        "0",
-        "--allow-below-safety",
-        "--auto-reconcile",
-        "--dry-run",
-        "--topic",
-        "a",
-    ]
-
-
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"retention_hours": 167.9},
-        {"retention_hours": -1, "allow_below_safety": True},
-        {"retention_hours": "168"},
-        {"auto_reconcile": "yes"},
-        {"topics": ["bad topic!"]},
-    ],
-    ids=["below-safety", "negative", "not-a-number", "flag-not-boolean", "bad-topic"],
-)
-def test_bad_params_are_refused(params: dict[str, object]) -> None:
-    with pytest.raises(OrchestrationError):
-        MaintenanceParams.from_params(params)
 
 
 # --- the DAG: eventlake_maintenance --------------------------------------------------

@@ -1,4 +1,4 @@
-"""eventlake.orchestration: topics, params and spark-submit arguments, no Airflow run."""
+"""eventlake.orchestration.ingest: the ingest DAG's params and its spark-submit plan."""
 
 from __future__ import annotations
 
@@ -8,37 +8,14 @@ from pathlib import Path
 import pytest
 
 from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
-from eventlake.orchestration import (
+from eventlake.orchestration import OrchestrationError
+from eventlake.orchestration.ingest import (
     IngestParams,
-    OrchestrationError,
-    QualityParams,
-    RepublishParams,
-    configured_topics,
-    job_env,
+    ingest_params,
     plan_ingest,
     plan_reconcile,
-    plan_republish,
-    route_application_args,
-    submit_conf,
-    submit_kwargs,
-    topic_offsets,
 )
-from eventlake.settings import RepublishRoute, Settings
-from eventlake.spark import spark_jars
-
-
-def test_topics_default_to_demo_orders() -> None:
-    assert configured_topics({}) == ["demo.orders"]
-
-
-def test_topics_env_is_split_trimmed_and_deduplicated() -> None:
-    assert configured_topics({"EVENTLAKE_TOPICS": " a, b.c ,a,"}) == ["a", "b.c"]
-
-
-@pytest.mark.parametrize("raw", ["bad topic!", " , ", "..", "x" * 250])
-def test_topics_env_with_no_or_illegal_names_is_refused(raw: str) -> None:
-    with pytest.raises(OrchestrationError):
-        configured_topics({"EVENTLAKE_TOPICS": raw})
+from eventlake.settings import Settings
 
 
 def test_incremental_run_reads_available_now() -> None:
@@ -92,21 +69,29 @@ def test_bad_params_are_refused(params: dict[str, object]) -> None:
         IngestParams.from_params(params)
 
 
-def test_topic_offsets_keep_keywords_as_they_are() -> None:
-    assert topic_offsets("latest", "a", default="earliest") == "latest"
+def test_missing_topics_are_refused_with_the_expected_type() -> None:
+    with pytest.raises(OrchestrationError, match="topics must be a list of strings, not None"):
+        IngestParams.from_params({})
 
 
-def test_submit_conf_leaves_jars_to_the_jars_argument(settings: Settings) -> None:
-    kwargs = submit_kwargs(settings, ["--topic", "a"])
-    assert "spark.jars" not in submit_conf(settings)
-    assert kwargs["jars"].split(",") == [str(jar) for jar in spark_jars(settings)]
+def test_params_form_lists_the_options_with_their_defaults() -> None:
+    params = ingest_params(["demo.orders"])
 
-
-def test_job_env_carries_bootstrap_servers_and_warehouse(settings: Settings) -> None:
-    assert job_env(settings) == {
-        "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
+    assert list(params) == [
+        "topics",
+        "starting_offsets",
+        "ending_offsets",
+        "full_refresh",
+        "dry_run",
+    ]
+    assert {name: param.value for name, param in params.items()} == {
+        "topics": ["demo.orders"],
+        "starting_offsets": "earliest",
+        "ending_offsets": None,
+        "full_refresh": False,
+        "dry_run": False,
     }
+    assert params["topics"].schema["minItems"] == 1
 
 
 def test_plan_has_one_submit_per_topic(settings: Settings) -> None:
@@ -181,53 +166,3 @@ def test_full_refresh_with_explicit_offsets_is_refused() -> None:
         IngestParams.from_params(
             {"topics": ["a"], "full_refresh": True, "ending_offsets": "latest"}
         )
-
-
-def test_quality_params_map_to_check_arguments() -> None:
-    params = QualityParams.from_params({"full": True, "topic": "orders"})
-    assert params.application_args() == ["--table", "events", "--full", "--topic", "orders"]
-
-
-@pytest.mark.parametrize("params", [{"full": "yes"}, {"topic": "bad topic"}, {"topic": 3}], ids=str)
-def test_bad_quality_params_are_refused(params: dict[str, object]) -> None:
-    with pytest.raises(OrchestrationError):
-        QualityParams.from_params(params)
-
-
-ROUTES = [
-    RepublishRoute(source="raw", target="orders", cleanup_policy="compact"),
-    RepublishRoute(source="raw", target="audit", key_mapper="keep", to_mode="structured"),
-]
-
-
-def test_route_maps_to_republish_arguments() -> None:
-    assert route_application_args(ROUTES[0]) == [
-        "--source", "raw", "--target", "orders", "--key-mapper", "partitionkey",
-        "--on-missing", "keep-key", "--to-mode", "keep", "--cleanup-policy", "compact",
-    ]  # fmt: skip
-
-
-def test_republish_plan_has_one_submit_per_configured_route(settings: Settings) -> None:
-    with_routes = settings.model_copy(update={"republish_routes": ROUTES})
-    plan = plan_republish({}, with_routes)
-    assert [submit["application_args"][3] for submit in plan] == ["orders", "audit"]
-
-
-def test_republish_routes_param_selects_routes(settings: Settings) -> None:
-    with_routes = settings.model_copy(update={"republish_routes": ROUTES})
-    plan = plan_republish({"routes": ["raw>audit"]}, with_routes)
-    assert [submit["application_args"][3] for submit in plan] == ["audit"]
-
-
-def test_unconfigured_route_is_refused() -> None:
-    with pytest.raises(OrchestrationError, match="not configured"):
-        RepublishParams.from_params({"routes": ["raw>nowhere"]}, ROUTES)
-
-
-def test_routes_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from eventlake.settings import load_settings
-
-    monkeypatch.setenv(
-        "EVENTLAKE_REPUBLISH_ROUTES", json.dumps([{"source": "raw", "target": "orders"}])
-    )
-    assert [route.name for route in load_settings().republish_routes] == ["raw>orders"]

@@ -1,0 +1,118 @@
+"""What the Airflow DAGs need, kept out of the DAG files so it can be tested on its own.
+
+The modules, one concern each:
+
+* ``options``: one table of each DAG's options (JSON schema, default, job flag), from
+  which the DAG's params, the reading of a run's params and the job's arguments come;
+* ``ingest``, ``maintenance``, ``quality``, ``republish``: one DAG each: its checked
+  params (:class:`IngestParams`, ...), its Airflow params and its spark-submit plan;
+* ``submit``: one spark-submit (application args, Spark conf, jars, environment) for
+  SparkSubmitOperator, and its command line for logs; the master comes from the
+  Airflow connection ``spark_default``, never from here;
+* ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
+* ``topics``: the configured topics (``EVENTLAKE_TOPICS``) and offsets per topic;
+* ``assets``: the Delta tables as Airflow assets;
+* ``errors``: :class:`OrchestrationError`.
+
+Not here: the DAGs themselves (``dags/``), the jobs and their command line
+(``jobs/``, :mod:`eventlake.cli`), and the settings all of this derives from
+(:mod:`eventlake.settings`). The DAG files use the names exported below.
+
+Example:
+    >>> from eventlake.settings import load_settings
+    >>> params = IngestParams.from_params({"topics": ["orders"], "dry_run": False})
+    >>> ingest_application_args(params)
+    [['--topic', 'orders', '--starting-offsets', 'earliest', '--trigger', 'available-now']]
+    >>> plan = plan_ingest({"topics": ["orders", "payments"]}, load_settings())
+    >>> [sorted(submit) for submit in plan][0]
+    ['application_args', 'conf', 'env_vars', 'jars']
+"""
+
+from eventlake.orchestration.assets import (
+    EVENTS_ASSET_NAME,
+    REJECTS_ASSET_NAME,
+    events_asset,
+    ingest_outlets,
+    rejects_asset,
+    state_asset,
+)
+from eventlake.orchestration.dry_run import log_commands, submit_unless_dry_run
+from eventlake.orchestration.errors import OrchestrationError
+from eventlake.orchestration.ingest import (
+    IngestParams,
+    ingest_application_args,
+    ingest_params,
+    plan_ingest,
+    plan_reconcile,
+    stream_owner_notice,
+)
+from eventlake.orchestration.maintenance import (
+    MAINTENANCE_RETENTION_HOURS,
+    MaintenanceParams,
+    maintenance_params,
+    plan_maintenance,
+)
+from eventlake.orchestration.quality import QualityParams, plan_quality, quality_params
+from eventlake.orchestration.republish import (
+    RepublishParams,
+    plan_republish,
+    republish_params,
+    route_application_args,
+)
+from eventlake.orchestration.submit import (
+    SPARK_CONN_ID,
+    dry_run_report,
+    job_env,
+    spark_submit_args,
+    submit_conf,
+    submit_jars,
+    submit_kwargs,
+)
+from eventlake.orchestration.topics import (
+    DEFAULT_TOPICS,
+    TOPICS_ENV,
+    check_topic,
+    configured_topics,
+    topic_offsets,
+)
+
+__all__ = [
+    "DEFAULT_TOPICS",
+    "EVENTS_ASSET_NAME",
+    "MAINTENANCE_RETENTION_HOURS",
+    "REJECTS_ASSET_NAME",
+    "SPARK_CONN_ID",
+    "TOPICS_ENV",
+    "IngestParams",
+    "MaintenanceParams",
+    "OrchestrationError",
+    "QualityParams",
+    "RepublishParams",
+    "check_topic",
+    "configured_topics",
+    "dry_run_report",
+    "events_asset",
+    "ingest_application_args",
+    "ingest_outlets",
+    "ingest_params",
+    "job_env",
+    "log_commands",
+    "maintenance_params",
+    "plan_ingest",
+    "plan_maintenance",
+    "plan_quality",
+    "plan_reconcile",
+    "plan_republish",
+    "quality_params",
+    "rejects_asset",
+    "republish_params",
+    "route_application_args",
+    "spark_submit_args",
+    "state_asset",
+    "stream_owner_notice",
+    "submit_conf",
+    "submit_jars",
+    "submit_kwargs",
+    "submit_unless_dry_run",
+    "topic_offsets",
+]

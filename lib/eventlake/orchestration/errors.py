@@ -1,0 +1,7 @@
+"""The one error of the orchestration package."""
+
+from __future__ import annotations
+
+
+class OrchestrationError(ValueError):
+    """A DAG param or setting cannot be turned into a job run; the message says why."""

@@ -1,0 +1,260 @@
+"""The ingest DAG (``eventlake_ingest``): its options, and one spark-submit per topic.
+
+:class:`IngestParams` is the table of the DAG's options (JSON schema, default, job
+flag; see :mod:`eventlake.orchestration.options`) and checks what a schema cannot.
+
+Example:
+    >>> params = IngestParams.from_params({"topics": ["orders"], "dry_run": False})
+    >>> ingest_application_args(params)
+    [['--topic', 'orders', '--starting-offsets', 'earliest', '--trigger', 'available-now']]
+    >>> [kw["application_args"][:2] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
+    [['--topic', 'a'], ['--topic', 'b']]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from airflow.sdk import Param
+
+from eventlake.orchestration.errors import OrchestrationError
+from eventlake.orchestration.options import cli_args, dag_params, option, read_params
+from eventlake.orchestration.submit import submit_kwargs
+from eventlake.orchestration.topics import (
+    check_topic,
+    parse_offsets_json,
+    topic_offsets,
+    topic_schema,
+)
+from eventlake.settings import Settings
+from eventlake.status import streams_reading
+
+# JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
+_STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
+_ENDING_OFFSETS_PATTERN: Final = r"^(latest|\{[\s\S]*\})$"
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """The ingest DAG's params, checked: what one DAG run ingests and how.
+
+    Example:
+        >>> IngestParams.from_params({"topics": ["a", "b"], "ending_offsets": "latest"}).bounded
+        True
+    """
+
+    # Each job reads one topic: application_args passes its own as --topic.
+    topics: tuple[str, ...] = field(
+        metadata=option(
+            "Topics",
+            "Kafka topics to ingest; one spark-submit per topic.",
+            flag="--topic",
+            type="array",
+            items=topic_schema(),
+            minItems=1,
+            uniqueItems=True,
+        )
+    )
+    starting_offsets: str = field(
+        default="earliest",
+        metadata=option(
+            "Starting offsets",
+            "'earliest', 'latest' or per-partition JSON "
+            '({"topic": {"0": 42}}); used when a topic\'s checkpoint is new.',
+            flag="--starting-offsets",
+            type="string",
+            pattern=_STARTING_OFFSETS_PATTERN,
+        ),
+    )
+    ending_offsets: str | None = field(
+        default=None,
+        metadata=option(
+            "Ending offsets",
+            "Empty for the usual incremental run; 'latest' or per-partition "
+            "JSON for a bounded backfill/replay that adds only records not yet ingested.",
+            flag="--ending-offsets",
+            type=["null", "string"],
+            pattern=_ENDING_OFFSETS_PATTERN,
+        ),
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata=option(
+            "Dry run", "Only log the spark-submit commands; submit nothing.", type="boolean"
+        ),
+    )
+    #: Re-read every topic from earliest to latest (adds only what is missing) and
+    #: rebuild the state tables of state topics from their topics.
+    full_refresh: bool = field(
+        default=False,
+        metadata=option(
+            "Full refresh",
+            "Re-read each topic from earliest to latest (adds only records "
+            "not yet in the tables) and rebuild the state tables of state topics.",
+            type="boolean",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        if not self.topics:
+            raise OrchestrationError("topics: give at least one topic.")
+        if self.full_refresh and (
+            self.ending_offsets is not None or self.starting_offsets != "earliest"
+        ):
+            raise OrchestrationError(
+                "full_refresh reads every topic from earliest to latest: leave "
+                "starting_offsets and ending_offsets at their defaults."
+            )
+        for topic in self.topics:
+            check_topic(topic)
+        if len(set(self.topics)) != len(self.topics):
+            raise OrchestrationError(f"topics: names repeat in {list(self.topics)}.")
+        self._check_offsets("starting_offsets", self.starting_offsets, ("earliest", "latest"))
+        if self.ending_offsets is not None:
+            self._check_offsets("ending_offsets", self.ending_offsets, ("latest",))
+
+    def _check_offsets(self, label: str, spec: str, keywords: tuple[str, ...]) -> None:
+        if spec in keywords:
+            return
+        if not spec.lstrip().startswith("{"):
+            raise OrchestrationError(
+                f"{label}: {spec!r} is neither one of {list(keywords)} nor per-partition JSON."
+            )
+        unknown = sorted(set(parse_offsets_json(spec, label)) - set(self.topics))
+        if unknown:
+            raise OrchestrationError(f"{label} names topics this run does not read: {unknown}.")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> IngestParams:
+        """Build from a DAG run's params (missing keys take the defaults).
+
+        Example:
+            >>> IngestParams.from_params({"topics": ["orders"]}).starting_offsets
+            'earliest'
+        """
+        return cls(**read_params(cls, params))
+
+    @property
+    def bounded(self) -> bool:
+        """True for a bounded batch run (backfill/replay) up to ``ending_offsets``, and
+        for a full refresh (earliest to latest)."""
+        return self.ending_offsets is not None or self.full_refresh
+
+    def application_args(self, topic: str, *, state: bool = False) -> list[str]:
+        """Arguments of ``jobs/ingest_cloudevents.py`` (= ``eventlake ingest``) for one topic.
+
+        The job's checkpoint is its default, per topic, so that a DAG run continues where
+        ``eventlake ingest --topic <topic>`` (or the previous run) stopped. ``state``
+        (a state topic) adds ``--state --auto-reconcile`` to streaming runs (a state table
+        found at risk of missed tombstones is rebuilt, not only warned about); a bounded
+        run cannot keep state (it would replay old records over newer ones), a full
+        refresh rebuilds it with :func:`plan_reconcile` instead.
+
+        Example:
+            >>> IngestParams(("a",), ending_offsets="latest").application_args("a")
+            ['--topic', 'a', '--starting-offsets', 'earliest', '--ending-offsets', 'latest']
+            >>> IngestParams(("a",)).application_args("a", state=True)[-2:]
+            ['--state', '--auto-reconcile']
+        """
+        ending = None
+        if self.bounded:
+            spec = "latest" if self.ending_offsets is None else self.ending_offsets
+            ending = topic_offsets(spec, topic, default="latest")
+        args = cli_args(
+            self,
+            topics=(topic,),
+            starting_offsets=topic_offsets(self.starting_offsets, topic, default="earliest"),
+            ending_offsets=ending,
+        )
+        if self.bounded:
+            return args
+        on_state = ["--state", "--auto-reconcile"] if state else []
+        return [*args, "--trigger", "available-now", *on_state]
+
+
+def ingest_params(default_topics: Sequence[str]) -> dict[str, Param]:
+    """The ingest DAG's params: JSON-schema validated by Airflow before a run is created.
+
+    Example:
+        >>> list(ingest_params(["demo.orders"]))
+        ['topics', 'starting_offsets', 'ending_offsets', 'full_refresh', 'dry_run']
+    """
+    return dag_params(IngestParams, topics=list(default_topics))
+
+
+def ingest_application_args(
+    params: IngestParams, state_topics: Sequence[str] = ()
+) -> list[list[str]]:
+    """One argument list per topic: the ingest DAG maps one spark-submit over each.
+
+    Example:
+        >>> [args[1] for args in ingest_application_args(IngestParams(("a", "b")))]
+        ['a', 'b']
+    """
+    return [params.application_args(topic, state=topic in state_topics) for topic in params.topics]
+
+
+def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per topic of a DAG run,
+    from the run's params; a topic that a running stream reads is skipped, with a
+    message saying so.
+
+    The ingest DAG maps SparkSubmitOperator over this list (``expand_kwargs``). Raises
+    :class:`OrchestrationError` on bad params, before anything is submitted.
+
+    Example:
+        >>> [kw["application_args"][:2] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
+        [['--topic', 'a'], ['--topic', 'b']]
+    """
+    checked = IngestParams.from_params(params)
+    return [
+        submit_kwargs(settings, args)
+        for args in ingest_application_args(checked, settings.state_topics)
+        if not stream_owner_notice(settings, args[1])
+    ]
+
+
+def stream_owner_notice(settings: Settings, topic: str) -> str | None:
+    """When a running stream reads ``topic``, the message saying so (and it is printed):
+    a scheduled ingest of that topic, on its own checkpoint, would land its records a
+    second time. None when no stream reads it.
+
+    Example:
+        >>> stream_owner_notice(settings, "demo.stream.clicks")
+        "skipping topic 'demo.stream.clicks': the stream ingest-pattern_demo... reads it ..."
+    """
+    streams = streams_reading(settings, topic)
+    if not streams:
+        return None
+    holders = "; ".join(
+        f"{s.name} (pid {(s.holder or {}).get('pid', '?')} on "
+        f"{(s.holder or {}).get('host', '?')}, since {(s.holder or {}).get('since', '?')})"
+        for s in streams
+    )
+    notice = (
+        f"skipping topic {topic!r}: the running stream {holders} reads it, and a scheduled "
+        "ingest would land its records a second time. Stop the stream (SIGTERM) to schedule "
+        "this topic again; `eventlake status` shows what each stream has written."
+    )
+    print(notice, flush=True)
+    return notice
+
+
+def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """The state rebuilds of a full refresh: one ``eventlake reconcile --topic <topic>``
+    per state topic of the run; an empty list otherwise (the DAG's task is skipped).
+
+    Example:
+        >>> plan_reconcile({"topics": ["a"], "full_refresh": True}, settings)
+        []
+    """
+    checked = IngestParams.from_params(params)
+    if not checked.full_refresh:
+        return []
+    return [
+        submit_kwargs(settings, ["--topic", topic])
+        for topic in checked.topics
+        if topic in settings.state_topics
+    ]

@@ -1,0 +1,137 @@
+"""The republish DAG (``eventlake_republish``): its options, and one spark-submit per
+configured route (``EVENTLAKE_REPUBLISH_ROUTES``).
+
+Example:
+    >>> plan_republish({}, settings)
+    []
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from airflow.sdk import Param
+
+from eventlake.orchestration.errors import OrchestrationError
+from eventlake.orchestration.options import dag_params, option, read_params
+from eventlake.orchestration.submit import submit_kwargs
+from eventlake.settings import RepublishRoute, Settings
+
+#: A route name, ``source>target``, as JSON schema.
+_ROUTE_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]+>[A-Za-z0-9._-]+$"
+
+
+def route_application_args(route: RepublishRoute) -> list[str]:
+    """Arguments of ``jobs/rekey_republish.py`` (= ``eventlake republish``) for a route.
+
+    Example:
+        >>> route_application_args(RepublishRoute(source="raw", target="orders"))
+        ['--source', 'raw', '--target', 'orders', '--key-mapper', 'partitionkey', \
+'--on-missing', 'keep-key', '--to-mode', 'keep']
+    """
+    args = [
+        "--source",
+        route.source,
+        "--target",
+        route.target,
+        "--key-mapper",
+        route.key_mapper,
+        "--on-missing",
+        route.on_missing,
+        "--to-mode",
+        route.to_mode,
+    ]
+    if route.cleanup_policy is not None:
+        args += ["--cleanup-policy", route.cleanup_policy]
+    if route.partitions is not None:
+        args += ["--partitions", str(route.partitions)]
+    return args
+
+
+@dataclass(frozen=True)
+class RepublishParams:
+    """The republish DAG's params, checked against the configured routes. Neither is a
+    flag of the job: the routes pick the configured routes to submit.
+
+    Example:
+        >>> routes = [RepublishRoute(source="raw", target="orders")]
+        >>> RepublishParams.from_params({"routes": []}, routes).selected(routes)[0].name
+        'raw>orders'
+    """
+
+    #: Route names (``source>target``) to run; empty: every configured route.
+    routes: tuple[str, ...] = field(
+        default=(),
+        metadata=option(
+            "Routes",
+            "Routes to run, as source>target; empty: every route configured "
+            "in EVENTLAKE_REPUBLISH_ROUTES.",
+            type="array",
+            items={"type": "string", "pattern": _ROUTE_NAME_PATTERN},
+            uniqueItems=True,
+        ),
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata=option(
+            "Dry run", "Only log the spark-submit commands; republish nothing.", type="boolean"
+        ),
+    )
+
+    @classmethod
+    def from_params(
+        cls, params: Mapping[str, Any], configured: Sequence[RepublishRoute]
+    ) -> RepublishParams:
+        """Build from a DAG run's params; a route that is not configured is refused.
+
+        Example:
+            >>> RepublishParams.from_params({"routes": ["x>y"]}, [])
+            Traceback (most recent call last):
+            ...
+            eventlake.orchestration.errors.OrchestrationError: routes: ['x>y'] are not ...
+        """
+        checked = cls(**read_params(cls, params))
+        known = {route.name for route in configured}
+        unknown = [name for name in checked.routes if name not in known]
+        if unknown:
+            raise OrchestrationError(
+                f"routes: {unknown} are not configured (EVENTLAKE_REPUBLISH_ROUTES has "
+                f"{sorted(known)})."
+            )
+        return checked
+
+    def selected(self, configured: Sequence[RepublishRoute]) -> list[RepublishRoute]:
+        """The routes this run republishes, in configuration order.
+
+        Example:
+            >>> RepublishParams().selected([RepublishRoute(source="a", target="b")])[0].name
+            'a>b'
+        """
+        return [r for r in configured if not self.routes or r.name in self.routes]
+
+
+def plan_republish(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per route of a DAG run
+    (none when no route is set up).
+
+    Example:
+        >>> plan_republish({}, settings)
+        []
+    """
+    checked = RepublishParams.from_params(params, settings.republish_routes)
+    return [
+        submit_kwargs(settings, route_application_args(route))
+        for route in checked.selected(settings.republish_routes)
+    ]
+
+
+def republish_params() -> dict[str, Param]:
+    """The republish DAG's params (JSON-schema validated before a run is created).
+
+    Example:
+        >>> list(republish_params())
+        ['routes', 'dry_run']
+    """
+    return dag_params(RepublishParams)

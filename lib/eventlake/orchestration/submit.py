@@ -1,0 +1,117 @@
+"""One ``spark-submit``: the keyword arguments of SparkSubmitOperator, and its command line.
+
+Application args, Spark conf, jars and environment, all derived from
+:mod:`eventlake.settings`; the master comes from the Airflow connection
+``spark_default``, never from here.
+
+Example:
+    >>> sorted(submit_kwargs(load_settings(), ["--topic", "a"]))
+    ['application_args', 'conf', 'env_vars', 'jars']
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from eventlake.settings import Settings
+from eventlake.spark import spark_conf, spark_jars
+
+#: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
+SPARK_CONN_ID: Final = "spark_default"
+
+
+def submit_conf(settings: Settings) -> dict[str, str]:
+    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` without
+    ``spark.jars`` (that goes to the operator's ``jars``, i.e. ``--jars``).
+
+    Example:
+        >>> submit_conf(load_settings())["spark.sql.extensions"]
+        'io.delta.sql.DeltaSparkSessionExtension'
+    """
+    conf = spark_conf(settings)
+    conf.pop("spark.jars", None)
+    return conf
+
+
+def submit_jars(settings: Settings) -> str:
+    """The jars folder's jars, comma-separated, for the operator's ``jars`` argument.
+
+    Raises :class:`eventlake.spark.MissingJarsError` when the folder is incomplete.
+
+    Example:
+        >>> Path(submit_jars(load_settings()).split(",")[0]).name
+        'commons-pool2-2.12.1.jar'
+    """
+    return ",".join(str(jar) for jar in spark_jars(settings))
+
+
+def job_env(settings: Settings) -> dict[str, str]:
+    """Environment of the spark-submit process, on top of the worker's own: the job's
+    settings that must match the DAG's (credentials are never passed this way).
+
+    Example:
+        >>> job_env(load_settings(bootstrap_servers="kafka:9092"))["EVENTLAKE_BOOTSTRAP_SERVERS"]
+        'kafka:9092'
+    """
+    return {
+        "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
+    }
+
+
+def submit_kwargs(settings: Settings, application_args: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``,
+    ``jars`` and ``env_vars``. Raises :class:`eventlake.spark.MissingJarsError` when the
+    jars folder is incomplete.
+
+    Example:
+        >>> sorted(submit_kwargs(load_settings(), ["--topic", "a"]))
+        ['application_args', 'conf', 'env_vars', 'jars']
+    """
+    return {
+        "application_args": list(application_args),
+        "conf": submit_conf(settings),
+        "jars": submit_jars(settings),
+        "env_vars": job_env(settings),
+    }
+
+
+def spark_submit_args(
+    application: str | Path, submit: Mapping[str, Any], *, master: str | None = None
+) -> list[str]:
+    """The spark-submit command line of one :func:`submit_kwargs` entry, for logs and
+    dry runs (the operator builds the same one). ``master`` is left out unless given:
+    in a DAG it comes from the ``spark_default`` connection.
+
+    Example:
+        >>> submit = {"application_args": ["--topic", "a"], "conf": {"k": "v"}, "jars": "x.jar"}
+        >>> " ".join(spark_submit_args("job.py", submit, master="local[2]"))
+        'spark-submit --master local[2] --conf k=v --jars x.jar job.py --topic a'
+    """
+    command = ["spark-submit"]
+    if master is not None:
+        command += ["--master", master]
+    for key, value in submit.get("conf", {}).items():
+        command += ["--conf", f"{key}={value}"]
+    if submit.get("jars"):
+        command += ["--jars", submit["jars"]]
+    return [*command, str(application), *submit.get("application_args", [])]
+
+
+def dry_run_report(application: str | Path, plan: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Shell-quoted command lines of a plan, with the environment they would get.
+
+    Example:
+        >>> plan = [{"application_args": ["--topic", "a"], "env_vars": {"A": "1"}}]
+        >>> dry_run_report("job.py", plan)
+        ['A=1 spark-submit job.py --topic a']
+    """
+    lines = []
+    for submit in plan:
+        env_vars = submit.get("env_vars", {})
+        env = [f"{key}={shlex.quote(str(value))}" for key, value in env_vars.items()]
+        lines.append(" ".join([*env, shlex.join(spark_submit_args(application, submit))]))
+    return lines

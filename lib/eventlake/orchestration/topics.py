@@ -1,0 +1,121 @@
+"""The topics the DAGs ingest, and the part of an offsets spec that concerns one topic.
+
+Example:
+    >>> configured_topics({"EVENTLAKE_TOPICS": "orders,payments"})
+    ['orders', 'payments']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from eventlake.kafka import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
+from eventlake.orchestration.errors import OrchestrationError
+
+#: Environment variable naming the topics the DAGs ingest, comma-separated.
+TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
+DEFAULT_TOPICS: Final = ("demo.orders",)
+
+
+def check_topic(name: str) -> str:
+    """Return ``name`` when it is a legal Kafka topic name, else raise.
+
+    Example:
+        >>> check_topic("demo.orders")
+        'demo.orders'
+        >>> check_topic("bad topic!")
+        Traceback (most recent call last):
+        ...
+        eventlake.orchestration.errors.OrchestrationError: Invalid Kafka topic name ...
+    """
+    try:
+        return check_topic_name(name)
+    except InvalidTopicNameError as error:
+        raise OrchestrationError(str(error)) from None
+
+
+def topic_schema() -> dict[str, Any]:
+    """A legal topic name as JSON schema, for the items of a DAG's list of topics (Kafka
+    also refuses ``.`` and ``..``).
+
+    Example:
+        >>> topic_schema()["not"]
+        {'enum': ['.', '..']}
+    """
+    return {"type": "string", "pattern": TOPIC_NAME_PATTERN, "not": {"enum": [".", ".."]}}
+
+
+def configured_topics(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The topics to ingest: ``EVENTLAKE_TOPICS`` (comma-separated), else ``demo.orders``.
+
+    Blanks around names are ignored, duplicates dropped (first one kept); an empty list
+    or an illegal name raises, so a bad setting shows as a DAG import error.
+
+    Example:
+        >>> configured_topics({"EVENTLAKE_TOPICS": "orders, payments,orders"})
+        ['orders', 'payments']
+        >>> configured_topics({})
+        ['demo.orders']
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(TOPICS_ENV)
+    if raw is None:
+        return list(DEFAULT_TOPICS)
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    if not names:
+        raise OrchestrationError(f"{TOPICS_ENV} is set but names no topic: {raw!r}")
+    return [check_topic(name) for name in dict.fromkeys(names)]
+
+
+def parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:
+    """Per-partition offsets JSON, checked: ``{"topic": {"0": 42}}``; ``label`` names
+    the param in the error.
+
+    Example:
+        >>> parse_offsets_json('{"a": {"0": 5}}', "ending_offsets")
+        {'a': {'0': 5}}
+    """
+    try:
+        parsed = json.loads(spec)
+    except json.JSONDecodeError as error:
+        raise OrchestrationError(f"{label} is not valid JSON: {error}") from None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(partitions, dict)
+        and all(
+            isinstance(partition, str)
+            and partition.isdigit()
+            and isinstance(offset, int)
+            and not isinstance(offset, bool)
+            for partition, offset in partitions.items()
+        )
+        for partitions in parsed.values()
+    ):
+        raise OrchestrationError(
+            f'{label} must look like {{"topic": {{"0": 42, "1": 7}}}} '
+            "(partition numbers as strings, offsets as integers)."
+        )
+    return parsed
+
+
+def topic_offsets(spec: str, topic: str, *, default: str) -> str:
+    """The part of an offsets spec that concerns one topic's job.
+
+    ``earliest``/``latest`` apply to every topic as they are. Per-partition JSON is cut
+    down to ``topic`` (Spark refuses offsets of topics a job does not read); a topic the
+    JSON does not name gets ``default``.
+
+    Example:
+        >>> topic_offsets('{"a": {"0": 5}, "b": {"0": 9}}', "a", default="earliest")
+        '{"a": {"0": 5}}'
+        >>> topic_offsets('{"a": {"0": 5}}', "b", default="latest")
+        'latest'
+        >>> topic_offsets("latest", "b", default="earliest")
+        'latest'
+    """
+    if not spec.lstrip().startswith("{"):
+        return spec
+    parsed = parse_offsets_json(spec, "offsets")
+    return json.dumps({topic: parsed[topic]}) if topic in parsed else default
