@@ -22,8 +22,9 @@ Modules: :mod:`~eventlake.ingest.request` (the request, the summary, the Kafka s
 options), :mod:`~eventlake.ingest.batch` (one micro-batch into the tables),
 :mod:`~eventlake.ingest.run` (streaming and bounded runs). The binding's rules are not
 here (the JVM decoder and :mod:`eventlake.binding`), nor the tables
-(:mod:`eventlake.tables`), the micro-batch loop (:mod:`eventlake.streaming`) or the
-state tables (:mod:`eventlake.state`).
+(:mod:`eventlake.tables`), the micro-batch loop (:mod:`eventlake.streaming`), the
+counts every run keeps (:mod:`eventlake.run_summary`) or the state tables
+(:mod:`eventlake.state`).
 """
 
 from eventlake.ingest.batch import BatchResult, append_batch

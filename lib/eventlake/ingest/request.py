@@ -11,10 +11,11 @@ Example:
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from eventlake.kafka import kafka_source_options
+from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.state import StateChange
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
@@ -67,35 +68,23 @@ class IngestRequest:
 
 
 @dataclass
-class IngestSummary:
-    """Counts of one run, printed as one line at the end."""
+class IngestSummary(RunSummary):
+    """Counts of one run, printed as one line at the end (the shared counts:
+    :class:`eventlake.run_summary.RunSummary`)."""
 
-    records_read: int = 0
-    events: int = 0
-    rejects_by_reason: Counter[str] = field(default_factory=Counter)
-    batches: int = 0
-    seconds: float = 0.0
+    accepted_label: ClassVar[str] = "events"
+    rejected_label: ClassVar[str] = "rejects"
+
     state_upserted: int = 0
     state_deleted: int = 0
     state_skipped_no_key: int = 0
     state_topics: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     reconciled: list[str] = field(default_factory=list)
-    #: The signal that stopped a streaming run (None: it ended on its own).
-    stopped_by: str | None = None
 
     @property
-    def rejects(self) -> int:
-        return sum(self.rejects_by_reason.values())
-
-    def add_batch(self, counts: dict[str | None, int]) -> None:
-        self.batches += 1
-        for reason, count in counts.items():
-            self.records_read += count
-            if reason is None:
-                self.events += count
-            else:
-                self.rejects_by_reason[reason] += count
+    def events(self) -> int:
+        return self.accepted
 
     def add_state(self, changes: dict[str, StateChange]) -> None:
         for topic, change in changes.items():
@@ -104,28 +93,14 @@ class IngestSummary:
             self.state_deleted += change.deleted
             self.state_skipped_no_key += change.skipped_no_key
 
-    def counts_text(self) -> str:
-        """The counts so far, for progress lines: ``batches=3 read=120 events=117 rejects=3``."""
-        return (
-            f"batches={self.batches} read={self.records_read} events={self.events} "
-            f"rejects={self.rejects}"
-        )
-
     def line(self) -> str:
-        reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
         state = (
             f" state(upserted={self.state_upserted} deleted={self.state_deleted} "
             f"no_key={self.state_skipped_no_key})"
             if self.state_topics
             else ""
         )
-        return (
-            f"ingest: read={self.records_read} events={self.events} rejects={self.rejects}"
-            + (f" ({reasons})" if reasons else "")
-            + state
-            + f" batches={self.batches} seconds={self.seconds:.1f}"
-            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
-        )
+        return self._line("ingest", after_reasons=state)
 
 
 def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str, str]:

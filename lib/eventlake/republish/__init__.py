@@ -16,8 +16,9 @@ What lives here, one concern a module:
   streaming and bounded runs) and its :class:`RepublishSummary`.
 
 What does not: the binding's rules (the JVM decoder in ``lib/jvm`` and
-:mod:`eventlake.binding`), the warehouse tables (:mod:`eventlake.tables`) and the
-micro-batch runner shared with ingest (:mod:`eventlake.streaming`).
+:mod:`eventlake.binding`), the warehouse tables (:mod:`eventlake.tables`), the
+micro-batch runner shared with ingest (:mod:`eventlake.streaming`) and the counts both
+jobs' runs keep (:mod:`eventlake.run_summary`).
 
 Example:
     >>> from eventlake.republish import RepublishRequest, run_republish

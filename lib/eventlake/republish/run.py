@@ -25,9 +25,8 @@ Example:
 from __future__ import annotations
 
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass
+from typing import ClassVar, Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -49,6 +48,7 @@ from eventlake.republish.plan import (
     planned_rejects,
 )
 from eventlake.republish.request import RepublishError, RepublishRequest
+from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.streaming import (
     ClaimedCheckpoint,
@@ -63,50 +63,28 @@ _REJECT_COORDINATES: Final = (*KAFKA_COORDINATES, "reason", "rejected_by")
 
 
 @dataclass
-class RepublishSummary:
-    """Counts of one run, printed as one line at the end."""
+class RepublishSummary(RunSummary):
+    """Counts of one run, printed as one line at the end (the shared counts:
+    :class:`eventlake.run_summary.RunSummary`)."""
+
+    accepted_label: ClassVar[str] = "republished"
+    rejected_label: ClassVar[str] = "rejected"
 
     source: str
     target: str
-    records_read: int = 0
-    republished: int = 0
-    rejects_by_reason: Counter[str] = field(default_factory=Counter)
-    batches: int = 0
-    seconds: float = 0.0
     created_target: bool = False
-    #: The signal that stopped a streaming run (None: it ended on its own).
-    stopped_by: str | None = None
+
+    @property
+    def republished(self) -> int:
+        return self.accepted
 
     @property
     def rejected(self) -> int:
-        return sum(self.rejects_by_reason.values())
-
-    def add_batch(self, counts: dict[str | None, int]) -> None:
-        self.batches += 1
-        for reason, count in counts.items():
-            self.records_read += count
-            if reason is None:
-                self.republished += count
-            else:
-                self.rejects_by_reason[reason] += count
-
-    def counts_text(self) -> str:
-        """The counts so far, for progress lines: ``batches=2 read=10 republished=9 ...``."""
-        return (
-            f"batches={self.batches} read={self.records_read} "
-            f"republished={self.republished} rejected={self.rejected}"
-        )
+        return self.rejects
 
     def line(self) -> str:
-        reasons = ", ".join(f"{r}={n}" for r, n in sorted(self.rejects_by_reason.items()))
-        return (
-            f"republish {self.source} -> {self.target}: read={self.records_read} "
-            f"republished={self.republished} rejected={self.rejected}"
-            + (f" ({reasons})" if reasons else "")
-            + f" batches={self.batches} seconds={self.seconds:.1f}"
-            + (" (target created)" if self.created_target else "")
-            + (f" stopped_by={self.stopped_by}" if self.stopped_by else "")
-        )
+        created = " (target created)" if self.created_target else ""
+        return self._line(f"republish {self.source} -> {self.target}", after_seconds=created)
 
 
 def kafka_reader_options(settings: Settings, request: RepublishRequest) -> dict[str, str]:
