@@ -4,6 +4,8 @@ micro-batch loop over Spark's Kafka source, progress lines and the graceful stop
 A job hands over its Kafka reader options, its checkpoint folder and a function that
 writes one batch exactly once; :func:`run_stream` runs the query until the topics are
 read (``available-now``) or until it is asked to stop (``processing-time=<interval>``).
+Jobs start it from their claimed checkpoint (:meth:`ClaimedCheckpoint.stream`), which
+also counts each batch into the run's summary and prints its ``batch N done`` line.
 
 Stopping: the first SIGTERM or SIGINT lets the batch being written finish, then stops
 the query; a batch that would start after it is abandoned before it writes anything,
@@ -37,6 +39,7 @@ from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from eventlake.batch_commits import BatchCommits
 from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint, hold_checkpoint
+from eventlake.run_summary import RunSummary
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
@@ -100,11 +103,43 @@ def holding_checkpoint(checkpoints: Path, job: str, run: CheckpointedRun) -> Ite
 @dataclass(frozen=True)
 class ClaimedCheckpoint:
     """A run's checkpoint, held and claimed: its folder, the app id that names the run's
-    commits, and which of its batches the tables already hold."""
+    commits, which of its batches the tables already hold, and the job and trigger of
+    the run that holds it."""
 
     folder: Path
     app_id: str
     commits: BatchCommits
+    job: str
+    trigger: str
+
+    def stream(
+        self,
+        spark: SparkSession,
+        options: dict[str, str],
+        write_batch: Callable[[DataFrame, int], dict[str | None, int]],
+        summary: RunSummary,
+        progress_seconds: float,
+    ) -> None:
+        """Run the job's stream on this checkpoint (:func:`run_stream`) and count it in
+        ``summary``: ``write_batch`` writes one batch exactly once and returns its records
+        per reason (None: accepted); each batch is then counted and gets its
+        ``<job>: batch N done`` line, and ``summary.stopped_by`` tells a graceful stop.
+
+        Example:
+            >>> claimed.stream(spark, options, write_batch, summary, progress_seconds=30)
+            >>> summary.counts_text()
+            'batches=2 read=10 events=9 rejects=1'
+        """
+
+        def counted(batch: DataFrame, batch_id: int) -> None:
+            counts = write_batch(batch, batch_id)
+            # Counted only once the batch is written: a batch that fails is not counted.
+            summary.add_batch(counts)
+            print(f"{self.job}: batch {batch_id} done, {sum(counts.values())} records", flush=True)
+
+        spec = StreamSpec(self.job, options, self.folder, self.trigger, progress_seconds)
+        outcome = run_stream(spark, spec, counted, progress=summary.counts_text)
+        summary.stopped_by = outcome.stopped_by
 
 
 @contextmanager
@@ -139,7 +174,7 @@ def claimed_checkpoint(
             before_first_claim(folder)
         identity = claim_checkpoint(folder, source=source, targets=list(targets))
         commits = BatchCommits.open(spark, folder, identity.app_id, list(tables), fresh=fresh)
-        yield ClaimedCheckpoint(folder, identity.app_id, commits)
+        yield ClaimedCheckpoint(folder, identity.app_id, commits, job, run.trigger)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,7 @@ from eventlake.kafka import check_connection, connection_lost_error
 from eventlake.observed import reason_counts, rejects_lost
 from eventlake.settings import Settings
 from eventlake.state import apply_state, reconcile_state
-from eventlake.streaming import (
-    ClaimedCheckpoint,
-    StreamSpec,
-    checkpoint_folder,
-    claimed_checkpoint,
-    run_stream,
-)
+from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
 from eventlake.tables import (
     EVENTS,
     INGEST_JOB,
@@ -138,7 +132,7 @@ def _stream(
 ) -> IngestSummary:
     summary = IngestSummary()
 
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
+    def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
         first_of_run = summary.batches == 0
         state_topics = _state_topics(settings, request, batch)
         result = append_batch(
@@ -170,18 +164,10 @@ def _stream(
                 )
             finally:
                 result.held.unpersist()
-        summary.add_batch(result.counts)
-        print(f"ingest: batch {batch_id} done, {sum(result.counts.values())} records", flush=True)
+        return result.counts
 
-    spec = StreamSpec(
-        job="ingest",
-        options=kafka_reader_options(settings, request),
-        checkpoint=claimed.folder,
-        trigger=request.trigger,
-        progress_seconds=settings.progress_seconds,
-    )
-    outcome = run_stream(spark, spec, write_batch, progress=summary.counts_text)
-    summary.stopped_by = outcome.stopped_by
+    options = kafka_reader_options(settings, request)
+    claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
 
 

@@ -50,13 +50,7 @@ from eventlake.republish.plan import (
 from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
-from eventlake.streaming import (
-    ClaimedCheckpoint,
-    StreamSpec,
-    checkpoint_folder,
-    claimed_checkpoint,
-    run_stream,
-)
+from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
 from eventlake.tables import KAFKA_COORDINATES, REJECTS, REJECTS_SCHEMA, ensure_table
 
 _REJECT_COORDINATES: Final = (*KAFKA_COORDINATES, "reason", "rejected_by")
@@ -214,7 +208,7 @@ def _stream(
     commits = claimed.commits
     summary = RepublishSummary(source=request.source, target=request.target)
 
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
+    def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
         # One pass writes the records and counts them; only a batch with rejects is read
         # again, for the rejects. A replay after a crash writes the Kafka records again
         # (at least once) and skips rejects already committed (eventlake.batch_commits).
@@ -231,18 +225,10 @@ def _stream(
             warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
             if warning:
                 print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
-        summary.add_batch(counts)
-        print(f"republish: batch {batch_id} done, {sum(counts.values())} records", flush=True)
+        return counts
 
-    spec = StreamSpec(
-        job="republish",
-        options=kafka_reader_options(settings, request),
-        checkpoint=claimed.folder,
-        trigger=request.trigger,
-        progress_seconds=settings.progress_seconds,
-    )
-    outcome = run_stream(spark, spec, write_batch, progress=summary.counts_text)
-    summary.stopped_by = outcome.stopped_by
+    options = kafka_reader_options(settings, request)
+    claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
 
 
