@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
@@ -121,14 +122,6 @@ def prepare_target(settings: Settings, request: RepublishRequest) -> tuple[bool,
     return created, "compact" in policy
 
 
-def _plan_observed(
-    records: DataFrame, request: RepublishRequest, compacted: bool, seen: Observation
-) -> DataFrame:
-    """The plan of ``records``, counted by reason into ``seen`` by the first action."""
-    planned = plan_republish(decode_records(records), request, target_compacted=compacted)
-    return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
-
-
 def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
     path = str(settings.table_path(REJECTS))
     ensure_table(spark, path, REJECTS_SCHEMA)
@@ -151,12 +144,9 @@ def run_republish(
     started = time.monotonic()
     check_connection(settings)
     created, compacted = prepare_target(settings, request)
-    rejects_path = _ensure_rejects_table(spark, settings)
+    run = _Run(settings, request, _ensure_rejects_table(spark, settings), compacted)
     try:
-        if request.bounded:
-            summary = _run_bounded(spark, settings, request, rejects_path, compacted)
-        else:
-            summary = _run_streaming(spark, settings, request, rejects_path, compacted)
+        summary = _run_bounded(spark, run) if request.bounded else _run_streaming(spark, run)
     except Exception as error:
         lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
         if lost is not None:
@@ -178,88 +168,108 @@ def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
     )
 
 
-def _run_streaming(
-    spark: SparkSession,
-    settings: Settings,
-    request: RepublishRequest,
-    rejects_path: str,
-    compacted: bool,
-) -> RepublishSummary:
+@dataclass(frozen=True)
+class _Run:
+    """What each read of one run needs: the request and settings, the rejects table and
+    whether the target is compacted (records without a key are rejected then)."""
+
+    settings: Settings
+    request: RepublishRequest
+    rejects_path: str
+    compacted: bool
+
+    def summary(self) -> RepublishSummary:
+        return RepublishSummary(source=self.request.source, target=self.request.target)
+
+    def write_records(self, records: DataFrame) -> dict[str | None, int]:
+        """Write the plan of ``records`` to the target topic; its records per reason
+        (None: republished), counted in the same pass."""
+        seen = Observation()
+        _write_kafka(self.settings, self.request, self._plan(records, seen))
+        return reason_counts(seen, REPUBLISH_REASONS)
+
+    def store_rejects(
+        self,
+        records: DataFrame,
+        counts: dict[str | None, int],
+        store: Callable[[DataFrame], None],
+        where: str = "",
+    ) -> None:
+        """Plan ``records`` again and hand their rejects to ``store``; warn when this
+        second read found fewer rejects than ``counts`` (the first read's)."""
+        seen_again = Observation()
+        store(planned_rejects(self._plan(records, seen_again), self.request.target))
+        warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
+        if warning:
+            print(f"republish: WARNING {where}{warning}", flush=True)
+
+    def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
+        """The plan of ``records``, counted by reason into ``seen`` by the first action."""
+        planned = plan_republish(
+            decode_records(records), self.request, target_compacted=self.compacted
+        )
+        return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
+
+
+def _has_rejects(counts: dict[str | None, int]) -> bool:
+    return any(reason is not None for reason in counts)
+
+
+def _run_streaming(spark: SparkSession, run: _Run) -> RepublishSummary:
+    request = run.request
     with claimed_checkpoint(
         spark,
-        settings.checkpoints,
+        run.settings.checkpoints,
         "republish",
         request,
         source=f"topic:{request.source}",
-        targets=[f"kafka:{request.target}", rejects_path],
-        tables=[rejects_path],
+        targets=[f"kafka:{request.target}", run.rejects_path],
+        tables=[run.rejects_path],
     ) as claimed:
-        return _stream(spark, settings, request, claimed, rejects_path, compacted)
+        return _stream(spark, run, claimed)
 
 
-def _stream(
-    spark: SparkSession,
-    settings: Settings,
-    request: RepublishRequest,
-    claimed: ClaimedCheckpoint,
-    rejects_path: str,
-    compacted: bool,
-) -> RepublishSummary:
+def _stream(spark: SparkSession, run: _Run, claimed: ClaimedCheckpoint) -> RepublishSummary:
     commits = claimed.commits
-    summary = RepublishSummary(source=request.source, target=request.target)
+    summary = run.summary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
         # One pass writes the records and counts them; only a batch with rejects is read
         # again, for the rejects. A replay after a crash writes the Kafka records again
         # (at least once) and skips rejects already committed (eventlake.batch_commits).
-        seen = Observation()
-        _write_kafka(settings, request, _plan_observed(batch, request, compacted, seen))
-        counts = reason_counts(seen, REPUBLISH_REASONS)
-        has_rejects = any(reason is not None for reason in counts)
-        if has_rejects and not commits.committed(spark, rejects_path, batch_id):
-            seen_again = Observation()
-            rejects = planned_rejects(
-                _plan_observed(batch, request, compacted, seen_again), request.target
-            )
-            commits.append(spark, rejects, rejects_path, batch_id)
-            warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
-            if warning:
-                print(f"republish: WARNING batch {batch_id}: {warning}", flush=True)
+        counts = run.write_records(batch)
+        if _has_rejects(counts) and not commits.committed(spark, run.rejects_path, batch_id):
+
+            def append(rejects: DataFrame) -> None:
+                commits.append(spark, rejects, run.rejects_path, batch_id)
+
+            run.store_rejects(batch, counts, append, where=f"batch {batch_id}: ")
         return counts
 
-    options = kafka_reader_options(settings, request)
-    claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
+    options = kafka_reader_options(run.settings, run.request)
+    claimed.stream(spark, options, write_batch, summary, run.settings.progress_seconds)
     return summary
 
 
-def _run_bounded(
-    spark: SparkSession,
-    settings: Settings,
-    request: RepublishRequest,
-    rejects_path: str,
-    compacted: bool,
-) -> RepublishSummary:
-    records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
-    seen = Observation()
-    _write_kafka(settings, request, _plan_observed(records, request, compacted, seen))
-    counts = reason_counts(seen, REPUBLISH_REASONS)
-    if any(reason is not None for reason in counts):
+def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
+    options = kafka_reader_options(run.settings, run.request)
+    records = spark.read.format("kafka").options(**options).load()
+    counts = run.write_records(records)
+    if _has_rejects(counts):
         # Insert-if-absent, so that a replay of the same range adds no reject twice
         # (an anti join and an append: the same as an insert-only MERGE, far cheaper).
         existing = (
             spark.read.format("delta")
-            .load(rejects_path)
-            .where(F.col("kafka_topic") == request.source)
+            .load(run.rejects_path)
+            .where(F.col("kafka_topic") == run.request.source)
             .select(*_REJECT_COORDINATES)
         )
-        seen_again = Observation()
-        new_rejects = planned_rejects(
-            _plan_observed(records, request, compacted, seen_again), request.target
-        ).join(existing, list(_REJECT_COORDINATES), "left_anti")
-        new_rejects.write.format("delta").mode("append").save(rejects_path)
-        warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
-        if warning:
-            print(f"republish: WARNING {warning}", flush=True)
-    summary = RepublishSummary(source=request.source, target=request.target)
+
+        def insert_absent(rejects: DataFrame) -> None:
+            new_rejects = rejects.join(existing, list(_REJECT_COORDINATES), "left_anti")
+            new_rejects.write.format("delta").mode("append").save(run.rejects_path)
+
+        run.store_rejects(records, counts, insert_absent)
+    summary = run.summary()
     summary.add_batch(counts)
     return summary
