@@ -26,6 +26,15 @@ BootstrapOption = Annotated[
 WarehouseOption = Annotated[
     Path | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
 ]
+#: ``--trigger`` of the streaming jobs (ingest, republish), declared once so that their
+#: help cannot drift apart; each command gives the default ("available-now").
+TriggerOption = Annotated[
+    str,
+    typer.Option(
+        help="'available-now' (read what is there, then stop) or "
+        "'processing-time=<interval>' (run until stopped)."
+    ),
+]
 
 
 def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:

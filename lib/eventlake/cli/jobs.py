@@ -14,7 +14,14 @@ from typing import Annotated
 
 import typer
 
-from eventlake.cli.common import BootstrapOption, WarehouseOption, app, fail, job_settings
+from eventlake.cli.common import (
+    BootstrapOption,
+    TriggerOption,
+    WarehouseOption,
+    app,
+    fail,
+    job_settings,
+)
 
 
 @app.command()
@@ -25,13 +32,7 @@ def ingest(
     topic_pattern: Annotated[
         str | None, typer.Option(help="Java regex of topics to subscribe to instead.")
     ] = None,
-    trigger: Annotated[
-        str,
-        typer.Option(
-            help="'available-now' (read what is there, then stop) or "
-            "'processing-time=<interval>' (run until stopped)."
-        ),
-    ] = "available-now",
+    trigger: TriggerOption = "available-now",
     starting_offsets: Annotated[
         str,
         typer.Option(
@@ -231,13 +232,7 @@ def republish(
         str,
         typer.Option(help="Routing-trail header each hop appends to; '' for no trail."),
     ] = "eventlake-trail",
-    trigger: Annotated[
-        str,
-        typer.Option(
-            help="'available-now' (read what is there, then stop) or "
-            "'processing-time=<interval>' (run until stopped)."
-        ),
-    ] = "available-now",
+    trigger: TriggerOption = "available-now",
     starting_offsets: Annotated[
         str,
         typer.Option(
