@@ -6,6 +6,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -55,3 +57,20 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def refused(*errors: type[Exception]) -> Iterator[None]:
+    """Turn one of ``errors`` raised in the block into ``error: <message>`` and exit 2.
+
+    The job commands list the errors that mean "refused" (bad arguments, a checkpoint of
+    another run, no jars, no broker): those deserve a one-line reason, not a traceback.
+
+    Example:
+        >>> with refused(ValueError):
+        ...     int("ten")  # prints "error: invalid literal ..." and exits 2
+    """
+    try:
+        yield
+    except errors as error:
+        fail(str(error), code=2)

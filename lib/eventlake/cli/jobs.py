@@ -19,9 +19,25 @@ from eventlake.cli.common import (
     TriggerOption,
     WarehouseOption,
     app,
-    fail,
     job_settings,
+    refused,
 )
+
+
+def _streaming_refusals() -> tuple[type[Exception], ...]:
+    """What refuses a Kafka streaming job (ingest, republish) besides its own request
+    errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker.
+
+    Example:
+        >>> with refused(IngestError, *_streaming_refusals()):
+        ...     run_ingest(spark, settings, request)
+    """
+    # Imported on call, as in every command, so that `--help` and status load no pyspark.
+    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
+    from eventlake.kafka import KafkaConnectionError
+    from eventlake.spark import MissingJarsError
+
+    return (CheckpointMismatchError, CheckpointBusyError, MissingJarsError, KafkaConnectionError)
 
 
 @app.command()
@@ -68,13 +84,11 @@ def ingest(
 
     Prints one summary line at the end: records read, events, rejects by reason, batches.
     """
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
-    from eventlake.kafka import KafkaConnectionError
-    from eventlake.spark import MissingJarsError, build_spark_session
+    from eventlake.spark import build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    try:
+    with refused(IngestError, *_streaming_refusals()):
         request = IngestRequest(
             topics=tuple(topic or ()),
             topic_pattern=topic_pattern,
@@ -87,14 +101,6 @@ def ingest(
         )
         spark = build_spark_session(settings, app_name="eventlake-ingest")
         summary = run_ingest(spark, settings, request)
-    except (
-        IngestError,
-        CheckpointMismatchError,
-        CheckpointBusyError,
-        MissingJarsError,
-        KafkaConnectionError,
-    ) as error:
-        fail(str(error), code=2)
     typer.echo(summary.line())
 
 
@@ -150,7 +156,7 @@ def maintain(
     from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
     from eventlake.spark import build_spark_session
 
-    try:
+    with refused(MaintenanceError):
         request = MaintenanceRequest(
             retention_hours=retention_hours,
             allow_below_safety=allow_below_safety,
@@ -158,8 +164,6 @@ def maintain(
             auto_reconcile=auto_reconcile,
             dry_run=dry_run,
         )
-    except MaintenanceError as error:
-        fail(str(error), code=2)
     settings = job_settings(bootstrap_servers, warehouse)
     spark = build_spark_session(settings, app_name="eventlake-maintenance")
     summary = run_maintenance(spark, settings, request, report=typer.echo)
@@ -271,13 +275,11 @@ def republish(
 
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
     """
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
-    from eventlake.kafka import KafkaConnectionError
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
-    from eventlake.spark import MissingJarsError, build_spark_session
+    from eventlake.spark import build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    try:
+    with refused(RepublishError, *_streaming_refusals()):
         request = RepublishRequest(
             source=source,
             target=target,
@@ -306,14 +308,6 @@ def republish(
         )
         spark = build_spark_session(settings, app_name="eventlake-republish")
         summary = run_republish(spark, settings, request)
-    except (
-        RepublishError,
-        CheckpointMismatchError,
-        CheckpointBusyError,
-        MissingJarsError,
-        KafkaConnectionError,
-    ) as error:
-        fail(str(error), code=2)
     typer.echo(summary.line())
 
 
@@ -338,12 +332,10 @@ def check(
     from eventlake.spark import MissingJarsError, build_spark_session
 
     settings = job_settings(warehouse=warehouse)
-    try:
+    with refused(QualityError, MissingJarsError):
         request = CheckRequest(table=table, full=full, topic=topic)
         spark = build_spark_session(settings, app_name="eventlake-check")
         report = run_checks(spark, settings, request)
-    except (QualityError, MissingJarsError) as error:
-        fail(str(error), code=2)
     typer.echo(report.render())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
