@@ -6,14 +6,20 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from eventlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+RequestT = TypeVar("RequestT")
+ResultT = TypeVar("ResultT")
 
 app = typer.Typer(
     help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
@@ -47,6 +53,25 @@ def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = 
         PosixPath('/tmp/lake')
     """
     return load_settings(bootstrap_servers=bootstrap_servers, warehouse=warehouse)
+
+
+def run_job(
+    settings: Settings,
+    app_name: str,
+    job: Callable[[SparkSession, Settings, RequestT], ResultT],
+    request: RequestT,
+) -> ResultT:
+    """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``.
+
+    Example:
+        >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
+        'reconcile customers: read=12 keys=5 inserted=5 updated=0 deleted=0'
+    """
+    # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
+    from eventlake.spark import build_spark_session
+
+    spark = build_spark_session(settings, app_name=app_name)
+    return job(spark, settings, request)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

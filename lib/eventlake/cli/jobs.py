@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -21,6 +22,7 @@ from eventlake.cli.common import (
     app,
     job_settings,
     refused,
+    run_job,
 )
 
 
@@ -85,7 +87,6 @@ def ingest(
     Prints one summary line at the end: records read, events, rejects by reason, batches.
     """
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
-    from eventlake.spark import build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
     with refused(IngestError, *_streaming_refusals()):
@@ -99,8 +100,7 @@ def ingest(
             state=state,
             auto_reconcile=auto_reconcile,
         )
-        spark = build_spark_session(settings, app_name="eventlake-ingest")
-        summary = run_ingest(spark, settings, request)
+        summary = run_job(settings, "eventlake-ingest", run_ingest, request)
     typer.echo(summary.line())
 
 
@@ -112,12 +112,10 @@ def reconcile(
 ) -> None:
     """Make state/<topic> equal to the topic: read it in full, keep the latest record per
     key, upsert what differs and delete keys that no longer exist on the topic."""
-    from eventlake.spark import build_spark_session
     from eventlake.state import reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-reconcile")
-    typer.echo(reconcile_state(spark, settings, topic).line())
+    typer.echo(run_job(settings, "eventlake-reconcile", reconcile_state, topic).line())
 
 
 @app.command()
@@ -154,7 +152,6 @@ def maintain(
     a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
     (the tables are still maintained)."""
     from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
-    from eventlake.spark import build_spark_session
 
     with refused(MaintenanceError):
         request = MaintenanceRequest(
@@ -164,9 +161,10 @@ def maintain(
             auto_reconcile=auto_reconcile,
             dry_run=dry_run,
         )
+    # The request first: refused arguments exit 2 before the settings are read.
     settings = job_settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-maintenance")
-    summary = run_maintenance(spark, settings, request, report=typer.echo)
+    each_step_printed = partial(run_maintenance, report=typer.echo)
+    summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)
@@ -276,7 +274,6 @@ def republish(
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
     """
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
-    from eventlake.spark import build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
     with refused(RepublishError, *_streaming_refusals()):
@@ -306,8 +303,7 @@ def republish(
             trail_header=trail_header or None,
             checkpoint_name=checkpoint_name,
         )
-        spark = build_spark_session(settings, app_name="eventlake-republish")
-        summary = run_republish(spark, settings, request)
+        summary = run_job(settings, "eventlake-republish", run_republish, request)
     typer.echo(summary.line())
 
 
@@ -329,13 +325,12 @@ def check(
     Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
     """
     from eventlake.quality import CheckRequest, QualityError, run_checks
-    from eventlake.spark import MissingJarsError, build_spark_session
+    from eventlake.spark import MissingJarsError
 
     settings = job_settings(warehouse=warehouse)
     with refused(QualityError, MissingJarsError):
         request = CheckRequest(table=table, full=full, topic=topic)
-        spark = build_spark_session(settings, app_name="eventlake-check")
-        report = run_checks(spark, settings, request)
+        report = run_job(settings, "eventlake-check", run_checks, request)
     typer.echo(report.render())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
