@@ -1,4 +1,5 @@
-"""What every ``eventlake`` command shares: the app, the common options, settings, errors.
+"""What every ``eventlake`` command shares: the app, the common options, settings, errors,
+and how a job command runs (:func:`run_job`, with :func:`refused` for exit 2).
 
 Example:
     >>> from eventlake.cli.common import app, fail
