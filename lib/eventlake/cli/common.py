@@ -1,4 +1,5 @@
-"""What every ``eventlake`` command shares: the app, the common options, settings, errors.
+"""What every ``eventlake`` command shares: the app, the common options, settings, errors,
+and how a job command runs (:func:`run_job`, with :func:`refused` for exit 2).
 
 Example:
     >>> from eventlake.cli.common import app, fail
@@ -6,12 +7,20 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from eventlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+RequestT = TypeVar("RequestT")
+ResultT = TypeVar("ResultT")
 
 app = typer.Typer(
     help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
@@ -26,6 +35,15 @@ BootstrapOption = Annotated[
 WarehouseOption = Annotated[
     Path | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
 ]
+#: ``--trigger`` of the streaming jobs (ingest, republish), declared once so that their
+#: help cannot drift apart; each command gives the default ("available-now").
+TriggerOption = Annotated[
+    str,
+    typer.Option(
+        help="'available-now' (read what is there, then stop) or "
+        "'processing-time=<interval>' (run until stopped)."
+    ),
+]
 
 
 def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:
@@ -38,6 +56,25 @@ def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = 
     return load_settings(bootstrap_servers=bootstrap_servers, warehouse=warehouse)
 
 
+def run_job(
+    settings: Settings,
+    app_name: str,
+    job: Callable[[SparkSession, Settings, RequestT], ResultT],
+    request: RequestT,
+) -> ResultT:
+    """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``.
+
+    Example:
+        >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
+        'reconcile customers: read=12 keys=5 inserted=5 updated=0 deleted=0'
+    """
+    # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
+    from eventlake.spark import build_spark_session
+
+    spark = build_spark_session(settings, app_name=app_name)
+    return job(spark, settings, request)
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: <message>`` in red on stderr and exit with ``code``.
 
@@ -46,3 +83,20 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def refused(*errors: type[Exception]) -> Iterator[None]:
+    """Turn one of ``errors`` raised in the block into ``error: <message>`` and exit 2.
+
+    The job commands list the errors that mean "refused" (bad arguments, a checkpoint of
+    another run, no jars, no broker): those deserve a one-line reason, not a traceback.
+
+    Example:
+        >>> with refused(ValueError):
+        ...     int("ten")  # prints "error: invalid literal ..." and exits 2
+    """
+    try:
+        yield
+    except errors as error:
+        fail(str(error), code=2)

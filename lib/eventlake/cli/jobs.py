@@ -10,11 +10,36 @@ Example:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
 
-from eventlake.cli.common import BootstrapOption, WarehouseOption, app, fail, job_settings
+from eventlake.cli.common import (
+    BootstrapOption,
+    TriggerOption,
+    WarehouseOption,
+    app,
+    job_settings,
+    refused,
+    run_job,
+)
+
+
+def _streaming_refusals() -> tuple[type[Exception], ...]:
+    """What refuses a Kafka streaming job (ingest, republish) besides its own request
+    errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker.
+
+    Example:
+        >>> with refused(IngestError, *_streaming_refusals()):
+        ...     run_ingest(spark, settings, request)
+    """
+    # Imported on call, as in every command, so that `--help` and status load no pyspark.
+    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
+    from eventlake.kafka import KafkaConnectionError
+    from eventlake.spark import MissingJarsError
+
+    return (CheckpointMismatchError, CheckpointBusyError, MissingJarsError, KafkaConnectionError)
 
 
 @app.command()
@@ -25,13 +50,7 @@ def ingest(
     topic_pattern: Annotated[
         str | None, typer.Option(help="Java regex of topics to subscribe to instead.")
     ] = None,
-    trigger: Annotated[
-        str,
-        typer.Option(
-            help="'available-now' (read what is there, then stop) or "
-            "'processing-time=<interval>' (run until stopped)."
-        ),
-    ] = "available-now",
+    trigger: TriggerOption = "available-now",
     starting_offsets: Annotated[
         str,
         typer.Option(
@@ -67,13 +86,10 @@ def ingest(
 
     Prints one summary line at the end: records read, events, rejects by reason, batches.
     """
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.ingest import IngestError, IngestRequest, run_ingest
-    from eventlake.kafka import KafkaConnectionError
-    from eventlake.spark import MissingJarsError, build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    try:
+    with refused(IngestError, *_streaming_refusals()):
         request = IngestRequest(
             topics=tuple(topic or ()),
             topic_pattern=topic_pattern,
@@ -84,16 +100,7 @@ def ingest(
             state=state,
             auto_reconcile=auto_reconcile,
         )
-        spark = build_spark_session(settings, app_name="eventlake-ingest")
-        summary = run_ingest(spark, settings, request)
-    except (
-        IngestError,
-        CheckpointMismatchError,
-        CheckpointBusyError,
-        MissingJarsError,
-        KafkaConnectionError,
-    ) as error:
-        fail(str(error), code=2)
+        summary = run_job(settings, "eventlake-ingest", run_ingest, request)
     typer.echo(summary.line())
 
 
@@ -105,12 +112,10 @@ def reconcile(
 ) -> None:
     """Make state/<topic> equal to the topic: read it in full, keep the latest record per
     key, upsert what differs and delete keys that no longer exist on the topic."""
-    from eventlake.spark import build_spark_session
     from eventlake.state import reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-reconcile")
-    typer.echo(reconcile_state(spark, settings, topic).line())
+    typer.echo(run_job(settings, "eventlake-reconcile", reconcile_state, topic).line())
 
 
 @app.command()
@@ -147,9 +152,8 @@ def maintain(
     a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
     (the tables are still maintained)."""
     from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
-    from eventlake.spark import build_spark_session
 
-    try:
+    with refused(MaintenanceError):
         request = MaintenanceRequest(
             retention_hours=retention_hours,
             allow_below_safety=allow_below_safety,
@@ -157,11 +161,10 @@ def maintain(
             auto_reconcile=auto_reconcile,
             dry_run=dry_run,
         )
-    except MaintenanceError as error:
-        fail(str(error), code=2)
+    # The request first: refused arguments exit 2 before the settings are read.
     settings = job_settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-maintenance")
-    summary = run_maintenance(spark, settings, request, report=typer.echo)
+    each_step_printed = partial(run_maintenance, report=typer.echo)
+    summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)
@@ -231,13 +234,7 @@ def republish(
         str,
         typer.Option(help="Routing-trail header each hop appends to; '' for no trail."),
     ] = "eventlake-trail",
-    trigger: Annotated[
-        str,
-        typer.Option(
-            help="'available-now' (read what is there, then stop) or "
-            "'processing-time=<interval>' (run until stopped)."
-        ),
-    ] = "available-now",
+    trigger: TriggerOption = "available-now",
     starting_offsets: Annotated[
         str,
         typer.Option(
@@ -276,13 +273,10 @@ def republish(
 
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
     """
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
-    from eventlake.kafka import KafkaConnectionError
     from eventlake.republish import RepublishError, RepublishRequest, parse_pair, run_republish
-    from eventlake.spark import MissingJarsError, build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    try:
+    with refused(RepublishError, *_streaming_refusals()):
         request = RepublishRequest(
             source=source,
             target=target,
@@ -309,16 +303,7 @@ def republish(
             trail_header=trail_header or None,
             checkpoint_name=checkpoint_name,
         )
-        spark = build_spark_session(settings, app_name="eventlake-republish")
-        summary = run_republish(spark, settings, request)
-    except (
-        RepublishError,
-        CheckpointMismatchError,
-        CheckpointBusyError,
-        MissingJarsError,
-        KafkaConnectionError,
-    ) as error:
-        fail(str(error), code=2)
+        summary = run_job(settings, "eventlake-republish", run_republish, request)
     typer.echo(summary.line())
 
 
@@ -340,15 +325,12 @@ def check(
     Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
     """
     from eventlake.quality import CheckRequest, QualityError, run_checks
-    from eventlake.spark import MissingJarsError, build_spark_session
+    from eventlake.spark import MissingJarsError
 
     settings = job_settings(warehouse=warehouse)
-    try:
+    with refused(QualityError, MissingJarsError):
         request = CheckRequest(table=table, full=full, topic=topic)
-        spark = build_spark_session(settings, app_name="eventlake-check")
-        report = run_checks(spark, settings, request)
-    except (QualityError, MissingJarsError) as error:
-        fail(str(error), code=2)
+        report = run_job(settings, "eventlake-check", run_checks, request)
     typer.echo(report.render())
     if report.exit_code:
         raise typer.Exit(report.exit_code)
