@@ -5,6 +5,7 @@
 * ``broker``: a real single-node Kafka broker (KRaft) run from the project's jars;
 * ``airflow``: a local Airflow 3 on the project's DAGs (api-server, scheduler,
   dag-processor on SQLite);
+* ``processes``: whether a pid (or process group) runs, and SIGTERM-then-SIGKILL stops;
 * ``samples``: a realistic sample stream of CloudEvents;
 * ``demo``: ``make demo``, the whole platform driven through Airflow.
 

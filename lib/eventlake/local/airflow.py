@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import httpx
 
+from eventlake.local import processes
 from eventlake.settings import PROJECT_ROOT, Settings
 
 DAGS_FOLDER: Final = PROJECT_ROOT / "dags"
@@ -265,29 +266,6 @@ class LocalAirflow:
         (self.home / PIDS_FILE).unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop_groups(pids: list[int]) -> None:
-    """SIGTERM process groups that are not our children, SIGKILL them after 30 s."""
-    for pid in pids:
-        if _alive(pid):
-            os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-        time.sleep(0.5)
-    for pid in pids:
-        if _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-
-
 def stop_local_airflow(home: Path) -> bool:
     """Stop the deployment whose pids ``home`` records (started by another process).
 
@@ -301,7 +279,7 @@ def stop_local_airflow(home: Path) -> bool:
     if not pids_file.exists():
         return False
     pids = [int(pid) for pid in json.loads(pids_file.read_text()).values()]
-    running = [pid for pid in pids if _alive(pid)]
-    _stop_groups(running)
+    running = [pid for pid in pids if processes.alive(pid, group=True)]
+    processes.stop(running, group=True)
     pids_file.unlink(missing_ok=True)
     return bool(running)

@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
 import signal
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from eventlake.local import processes
 from eventlake.local.settings import LocalSettings
 
 
@@ -62,21 +62,6 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); look at its state to treat it as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 class LocalBroker:
     """Start, stop and query the project-local Kafka broker."""
 
@@ -97,7 +82,7 @@ class LocalBroker:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if _process_alive(pid):
+        if processes.alive(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
@@ -289,16 +274,7 @@ class LocalBroker:
         pid = self.pid()
         if pid is None:
             return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _process_alive(pid):
-            _reap(pid)
-            time.sleep(0.2)
-        if _process_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _process_alive(pid):
-                _reap(pid)
-                time.sleep(0.1)
+        processes.stop([pid], timeout=timeout)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -323,15 +299,7 @@ class LocalBroker:
         pid = self.pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-            while _process_alive(pid):
-                _reap(pid)
-                time.sleep(0.05)
-
-
-def _reap(pid: int) -> None:
-    """Collect our own child's exit status so it does not linger as a zombie."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+            processes.wait_gone([pid])
 
 
 def _kafka_cluster_id() -> str:

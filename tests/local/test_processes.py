@@ -1,0 +1,59 @@
+"""eventlake.local.processes: is a pid alive, and stopping processes and groups."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eventlake.local import processes
+
+#: Notes each SIGTERM in the file named by argv[1] and carries on.
+NOTES_SIGTERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: open(sys.argv[1], 'a').write('TERM'))\n"
+    "open(sys.argv[1], 'a').write('up')\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_child_that_exited_is_not_alive_although_unreaped() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while processes.alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Still a zombie (not reaped): kill(0) answers, the check must look at its state.
+    assert not processes.alive(child.pid)
+    child.wait()
+
+
+def test_stop_ends_a_process() -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    processes.stop([child.pid], timeout=5)
+    assert not processes.alive(child.pid)
+
+
+def test_stop_sends_sigterm_then_kills_a_process_that_stays(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    child = subprocess.Popen([sys.executable, "-c", NOTES_SIGTERM, str(notes)])
+    while not notes.exists() or notes.read_text() != "up":
+        time.sleep(0.05)
+    processes.stop([child.pid], timeout=1)
+    assert notes.read_text() == "upTERM"
+    assert not processes.alive(child.pid)
+
+
+def test_stop_of_a_group_ends_the_children_too() -> None:
+    leader = subprocess.Popen(
+        ["bash", "-c", "sleep 60 & echo $!; wait"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert leader.stdout is not None
+    grandchild = int(leader.stdout.readline())
+    processes.stop([leader.pid], group=True, timeout=5)
+    leader.wait(timeout=1)
+    assert not processes.alive(grandchild)
+    assert not processes.alive(leader.pid, group=True)
