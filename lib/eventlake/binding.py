@@ -49,6 +49,9 @@ OPTIONAL_ATTRIBUTES: Final = ("datacontenttype", "dataschema", "subject", "time"
 CONTEXT_ATTRIBUTES: Final = REQUIRED_ATTRIBUTES + OPTIONAL_ATTRIBUTES
 #: Members of a JSON-format event that carry the data rather than an attribute.
 DATA_MEMBERS: Final = ("data", "data_base64")
+#: The Partitioning extension, whose value the binding's Key Mapper puts in the record
+#: key (Kafka binding 3.1).
+PARTITIONKEY: Final = "partitionkey"
 
 ATTRIBUTE_NAME_PATTERN: Final = "^[a-z0-9]+$"
 #: Longest detail text stored with a reject (the decoder cuts it; republish's own

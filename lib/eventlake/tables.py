@@ -93,7 +93,8 @@ def _columns(*columns: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, data_type, True) for name, data_type in columns])
 
 
-_KAFKA_HEADERS_TYPE: Final = KAFKA_SOURCE_SCHEMA["headers"].dataType
+#: Kafka record headers as Spark's Kafka source gives them: key string, value binary.
+KAFKA_HEADERS_TYPE: Final = KAFKA_SOURCE_SCHEMA["headers"].dataType
 _KAFKA_POSITION: Final = (
     ("kafka_topic", StringType()),
     ("kafka_partition", IntegerType()),
@@ -125,7 +126,7 @@ EVENTS_SCHEMA: Final = _columns(
 REJECTS_SCHEMA: Final = _columns(
     *_KAFKA_POSITION,
     ("kafka_value", BinaryType()),
-    ("kafka_headers", _KAFKA_HEADERS_TYPE),
+    ("kafka_headers", KAFKA_HEADERS_TYPE),
     ("reason", StringType()),
     ("detail", StringType()),
     ("rejected_by", StringType()),

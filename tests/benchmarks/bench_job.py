@@ -176,7 +176,8 @@ def quality(spark: SparkSession, settings: Settings, _args: argparse.Namespace) 
 
 def republish(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
     """Republish re-keyed by partitionkey into ``--target``; returns the records written."""
-    from eventlake.republish import PARTITIONKEY, RepublishRequest, run_republish
+    from eventlake.binding import PARTITIONKEY
+    from eventlake.republish import RepublishRequest, run_republish
 
     summary = run_republish(
         spark,

@@ -41,7 +41,7 @@ from great_expectations.expectations.expectation import Expectation
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eventlake.binding import REQUIRED_ATTRIBUTES, SPEC_VERSION
+from eventlake.binding import PARTITIONKEY, REQUIRED_ATTRIBUTES, SPEC_VERSION
 from eventlake.quality.config import CheckName, Severity, TopicRules
 from eventlake.quality.gx import PLAN_INDEX
 from eventlake.quality.patterns import (
@@ -53,7 +53,6 @@ from eventlake.quality.patterns import (
 #: Derived columns the expectations look at besides the table's own.
 OCCURRENCES: Final = "source_id_occurrences"
 INVALID_EXTENSION_NAMES: Final = "invalid_extension_names"
-PARTITIONKEY: Final = "partitionkey"
 #: Suite parameter of time_not_future; its value is the check's start plus the skew.
 LATEST_TIME_PARAMETER: Final = "latest_allowed_time"
 

@@ -30,7 +30,6 @@ Example:
 from eventlake.republish.plan import RepublishReason, trail_entries
 from eventlake.republish.request import (
     DEFAULT_TRAIL_HEADER,
-    PARTITIONKEY,
     RepublishError,
     RepublishRequest,
     parse_pair,
@@ -39,7 +38,6 @@ from eventlake.republish.run import RepublishSummary, run_republish
 
 __all__ = [
     "DEFAULT_TRAIL_HEADER",
-    "PARTITIONKEY",
     "RepublishError",
     "RepublishReason",
     "RepublishRequest",

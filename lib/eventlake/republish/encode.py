@@ -51,6 +51,7 @@ from eventlake.binding import (
     REQUIRED_ATTRIBUTES,
 )
 from eventlake.json_shape import JSON_WHITESPACE, single_json_value
+from eventlake.tables import KAFKA_HEADERS_TYPE
 
 #: content-type of the structured records written here (the binding's example, 3.3.1).
 STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json; charset=UTF-8"
@@ -59,7 +60,6 @@ STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json; charset=UTF-8"
 JSON_MEDIA_TYPE: Final = "application/json"
 ENCODED_VALUE: Final = "encoded_value"
 ENCODED_HEADERS: Final = "encoded_headers"
-HEADERS_TYPE: Final = "array<struct<key:string,value:binary>>"
 
 ContentMode = Literal["binary", "structured"]
 
@@ -97,7 +97,7 @@ def record_headers() -> Column:
     Example:
         >>> decoded.select(F.size(record_headers()).alias("headers"))
     """
-    return F.coalesce(F.col("kafka_headers"), F.array().cast(HEADERS_TYPE))
+    return F.coalesce(F.col("kafka_headers"), F.array().cast(KAFKA_HEADERS_TYPE))
 
 
 def header(name: str, value: Column) -> Column:
@@ -299,7 +299,7 @@ def _with_binary(staged: DataFrame) -> DataFrame:
     content_type = F.when(
         media_type.isNotNull(),
         F.array(header(CONTENT_TYPE_HEADER, F.encode(media_type, "UTF-8"))),
-    ).otherwise(F.array().cast(HEADERS_TYPE))
+    ).otherwise(F.array().cast(KAFKA_HEADERS_TYPE))
     return staged.withColumns(
         {
             "_enc_value": F.when(verbatim, F.encode(candidate, "UTF-8")).otherwise(F.col("data")),

@@ -48,7 +48,6 @@ from eventlake.binding import (
 from eventlake.republish.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
-    HEADERS_TYPE,
     ContentMode,
     attribute_text,
     encode_as,
@@ -57,6 +56,7 @@ from eventlake.republish.encode import (
     record_headers,
 )
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, KEEP, RepublishRequest
+from eventlake.tables import KAFKA_HEADERS_TYPE
 
 #: Spark schema of one routing-trail entry (the header value is this as JSON).
 TRAIL_ENTRY_SCHEMA: Final = (
@@ -183,7 +183,7 @@ def plan_republish(
             F.when(
                 valid & text.isNotNull(),
                 F.array(header(header_name, F.encode(text, "UTF-8"))),
-            ).otherwise(F.array().cast(HEADERS_TYPE)),
+            ).otherwise(F.array().cast(KAFKA_HEADERS_TYPE)),
         )
     if request.insert_headers:
         headers = F.concat(

@@ -26,12 +26,12 @@ from eventlake.binding import (
     CONTENT_TYPE_HEADER,
     CONTEXT_ATTRIBUTES,
     DATA_MEMBERS,
+    PARTITIONKEY,
 )
 from eventlake.kafka import is_topic_name
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 
 KEEP: Final = "keep"
-PARTITIONKEY: Final = "partitionkey"
 ATTRIBUTE_PREFIX: Final = "attribute:"
 ON_MISSING_CHOICES: Final = ("keep-key", "null-key", "reject")
 TO_MODE_CHOICES: Final = (KEEP, CONTENT_MODE_BINARY, CONTENT_MODE_STRUCTURED)
