@@ -20,7 +20,7 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.orchestration.options import cli_args, dag_params, option, read_params
+from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import (
     check_topic,
@@ -79,22 +79,13 @@ class IngestParams:
             pattern=_ENDING_OFFSETS_PATTERN,
         ),
     )
-    dry_run: bool = field(
-        default=False,
-        metadata=option(
-            "Dry run", "Only log the spark-submit commands; submit nothing.", type="boolean"
-        ),
-    )
+    dry_run: bool = switch("Dry run", "Only log the spark-submit commands; submit nothing.")
     #: Re-read every topic from earliest to latest (adds only what is missing) and
     #: rebuild the state tables of state topics from their topics.
-    full_refresh: bool = field(
-        default=False,
-        metadata=option(
-            "Full refresh",
-            "Re-read each topic from earliest to latest (adds only records "
-            "not yet in the tables) and rebuild the state tables of state topics.",
-            type="boolean",
-        ),
+    full_refresh: bool = switch(
+        "Full refresh",
+        "Re-read each topic from earliest to latest (adds only records "
+        "not yet in the tables) and rebuild the state tables of state topics.",
     )
 
     def __post_init__(self) -> None:
