@@ -188,9 +188,10 @@ def ingest_application_args(
 
 
 def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per topic of a DAG run,
-    from the run's params; a topic that a running stream reads is skipped, with a
-    message saying so.
+    """Check the params; one spark-submit (args, conf, jars, env) per topic.
+
+    Each a :func:`~eventlake.orchestration.submit.submit_kwargs`, from the DAG run's
+    params; a topic that a running stream reads is skipped, with a message saying so.
 
     The ingest DAG maps SparkSubmitOperator over this list (``expand_kwargs``). Raises
     :class:`OrchestrationError` on bad params, before anything is submitted.
@@ -234,8 +235,10 @@ def stream_owner_notice(settings: Settings, topic: str) -> str | None:
 
 
 def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """The state rebuilds of a full refresh: one ``eventlake reconcile --topic <topic>``
-    per state topic of the run; an empty list otherwise (the DAG's task is skipped).
+    """On a full refresh, one reconcile per state topic; otherwise none (skipped).
+
+    Each an ``eventlake reconcile --topic <topic>`` of a state topic of the run; with none,
+    the DAG's mapped task is skipped.
 
     Example:
         >>> plan_reconcile({"topics": ["a"], "full_refresh": True}, settings)

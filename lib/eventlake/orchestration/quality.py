@@ -74,7 +74,9 @@ class QualityParams:
 
 
 def plan_quality(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
-    """The :func:`~eventlake.orchestration.submit.submit_kwargs` of the quality job, from
+    """Check the params; the spark-submit arguments, conf, jars and environment.
+
+    The :func:`~eventlake.orchestration.submit.submit_kwargs` of the quality job, from
     a DAG run's params.
 
     Example:

@@ -103,8 +103,10 @@ class RepublishParams:
 
 
 def plan_republish(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per route of a DAG run
-    (none when no route is set up).
+    """Check the params; one spark-submit (args, conf, jars, env) per route.
+
+    Each a :func:`~eventlake.orchestration.submit.submit_kwargs`; none when no route is
+    set up.
 
     Example:
         >>> plan_republish({}, settings)
