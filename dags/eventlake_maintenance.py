@@ -24,58 +24,37 @@ Daily upkeep of the warehouse: one `spark-submit` of `jobs/maintain.py` that
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import dag, task
+from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import load_settings
+from eventlake.settings import Settings
 
-#: The job script, beside the dags/ folder (a checkout, or /opt/eventlake in the image).
-MAINTAIN_JOB = Path(__file__).resolve().parents[1] / "jobs" / "maintain.py"
+MAINTAIN_JOB = orchestration.job_script(__file__, "maintain.py")
+
+
+def validate(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """Cross-check the params (a retention below 168 h needs allow_below_safety) and
+    return the spark-submit arguments, conf, jars and environment of the job."""
+    submit = orchestration.plan_maintenance(params, settings)
+    # Submitted on a dry run too (no dry-run stop): the job's own --dry-run reports what it
+    # would do, so the command is logged here.
+    orchestration.log_commands(MAINTAIN_JOB, [submit], dry_run=False)
+    return submit
 
 
 @dag(
     dag_id="eventlake_maintenance",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1, tzinfo=UTC),
-    catchup=False,
-    max_active_runs=1,
-    dagrun_timeout=timedelta(hours=4),
-    default_args={
-        "owner": "eventlake",
-        "retries": 1,
-        "retry_delay": timedelta(minutes=10),
-        "execution_timeout": timedelta(hours=3),
-    },
     params=orchestration.maintenance_params(),
-    tags=["eventlake"],
-    doc_md=__doc__,
+    **orchestration.dag_arguments(__doc__, retries=1, retry_minutes=10, task_hours=3, run_hours=4),
 )
 def eventlake_maintenance() -> None:
-    # A failed validation is a bad run conf (or missing jars): retrying would not help.
-    @task(retries=0, multiple_outputs=True)
-    def validate(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Cross-check the params (a retention below 168 h needs allow_below_safety) and
-        return the spark-submit arguments, conf, jars and environment of the job."""
-        submit = orchestration.plan_maintenance(params or {}, load_settings())
-        # Submitted on a dry run too: the job's own --dry-run reports what it would do.
-        orchestration.log_commands(MAINTAIN_JOB, [submit], dry_run=False)
-        return submit
-
-    submit = validate()
-    SparkSubmitOperator(
-        task_id="maintain",
-        application=str(MAINTAIN_JOB),
-        conn_id=orchestration.SPARK_CONN_ID,
-        name="eventlake-maintenance",
-        application_args=submit["application_args"],
-        conf=submit["conf"],
-        jars=submit["jars"],
-        env_vars=submit["env_vars"],
+    submit = orchestration.plan_task(validate, task_id="validate", single=True)
+    orchestration.spark_submit(
+        MAINTAIN_JOB, submit, task_id="maintain", name="eventlake-maintenance"
     )
 
 

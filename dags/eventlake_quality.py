@@ -20,18 +20,12 @@ tables** (the assets `eventlake.events` and `eventlake.rejects`), and on demand.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
-
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import dag, task
+from airflow.sdk import dag
 
 from eventlake import orchestration
 from eventlake.settings import load_settings
 
-#: The job script, beside the dags/ folder (a checkout, or /opt/eventlake in the image).
-CHECK_JOB = Path(__file__).resolve().parents[1] / "jobs" / "check_quality.py"
+CHECK_JOB = orchestration.job_script(__file__, "check_quality.py")
 
 _settings = load_settings()
 
@@ -39,37 +33,16 @@ _settings = load_settings()
 @dag(
     dag_id="eventlake_quality",
     schedule=[orchestration.events_asset(_settings), orchestration.rejects_asset(_settings)],
-    start_date=datetime(2026, 1, 1, tzinfo=UTC),
-    catchup=False,
-    max_active_runs=1,
-    dagrun_timeout=timedelta(hours=2),
-    default_args={
-        "owner": "eventlake",
-        "retries": 1,
-        "retry_delay": timedelta(minutes=2),
-        "execution_timeout": timedelta(hours=1),
-    },
     params=orchestration.quality_params(),
-    tags=["eventlake"],
-    doc_md=__doc__,
+    **orchestration.dag_arguments(__doc__, retries=1, retry_minutes=2, task_hours=1, run_hours=2),
 )
 def eventlake_quality() -> None:
-    # A failed plan is a bad run conf (or missing jars): retrying would not help.
-    @task(retries=0, multiple_outputs=True)
-    def plan(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Check the params; the spark-submit arguments, conf, jars and environment."""
-        return orchestration.plan_quality(params or {}, load_settings())
-
-    submit = plan()
-    check = SparkSubmitOperator(
+    submit = orchestration.plan_task(orchestration.plan_quality, single=True)
+    check = orchestration.spark_submit(
+        CHECK_JOB,
+        submit,
         task_id="check",
-        application=str(CHECK_JOB),
-        conn_id=orchestration.SPARK_CONN_ID,
         name="eventlake-quality",
-        application_args=submit["application_args"],
-        conf=submit["conf"],
-        jars=submit["jars"],
-        env_vars=submit["env_vars"],
         # Results are recorded even when a check fails: a retry would pass on an empty slice.
         retries=0,
     )

@@ -19,53 +19,27 @@ holds and stopping. The Key Mapper puts the chosen attribute (by default the
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
-
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import dag, task
+from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import load_settings
 
-#: The job script, beside the dags/ folder (a checkout, or /opt/eventlake in the image).
-REPUBLISH_JOB = Path(__file__).resolve().parents[1] / "jobs" / "rekey_republish.py"
+REPUBLISH_JOB = orchestration.job_script(__file__, "rekey_republish.py")
 
 
 @dag(
     dag_id="eventlake_republish",
     schedule="*/10 * * * *",
-    start_date=datetime(2026, 1, 1, tzinfo=UTC),
-    catchup=False,
-    max_active_runs=1,
-    dagrun_timeout=timedelta(hours=1),
-    default_args={
-        "owner": "eventlake",
-        "retries": 2,
-        "retry_delay": timedelta(minutes=2),
-        "execution_timeout": timedelta(minutes=30),
-    },
     params=orchestration.republish_params(),
-    tags=["eventlake"],
-    doc_md=__doc__,
+    **orchestration.dag_arguments(__doc__, retries=2, retry_minutes=2, task_hours=0.5, run_hours=1),
 )
 def eventlake_republish() -> None:
-    # A failed plan is a bad run conf or setting (or missing jars): retrying would not help.
-    @task(retries=0)
-    def plan(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Check the params; one spark-submit (args, conf, jars, env) per route."""
-        return orchestration.plan_republish(params or {}, load_settings())
-
-    submits = plan()
-    republish = SparkSubmitOperator.partial(
+    submits = orchestration.plan_task(orchestration.plan_republish)
+    republish = orchestration.spark_submit_each(
+        REPUBLISH_JOB,
+        submits,
         task_id="republish",
-        application=str(REPUBLISH_JOB),
-        conn_id=orchestration.SPARK_CONN_ID,
-        name="eventlake-republish",
-        max_active_tis_per_dagrun=1,
         map_index_template="{{ task.application_args[1] }}>{{ task.application_args[3] }}",
-    ).expand_kwargs(submits)
+    )
     orchestration.submit_unless_dry_run(REPUBLISH_JOB, submits) >> republish
 
 

@@ -9,6 +9,7 @@ from eventlake.orchestration.assets import (
     ingest_outlets,
     rejects_asset,
     state_asset,
+    state_assets,
 )
 from eventlake.settings import Settings
 
@@ -27,4 +28,12 @@ def test_ingest_updates_events_rejects_and_each_state_table(settings: Settings) 
         "eventlake.rejects",
         "eventlake.state.c",
         "eventlake.state.d",
+    ]
+
+
+def test_state_rebuilds_update_the_table_of_each_state_topic(settings: Settings) -> None:
+    with_state = settings.model_copy(update={"state_topics": ["c", "d"]})
+    assert [asset.uri for asset in state_assets(with_state)] == [
+        state_asset(with_state, "c").uri,
+        state_asset(with_state, "d").uri,
     ]

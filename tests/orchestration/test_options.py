@@ -13,7 +13,15 @@ from eventlake.cli import app
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.ingest import IngestParams
 from eventlake.orchestration.maintenance import MaintenanceParams
-from eventlake.orchestration.options import cli_args, dag_params, flags, option, read_params
+from eventlake.orchestration.options import (
+    cli_args,
+    dag_params,
+    flags,
+    option,
+    read_params,
+    selection,
+    switch,
+)
 from eventlake.orchestration.quality import QualityParams
 from eventlake.orchestration.republish import route_application_args
 from eventlake.settings import RepublishRoute
@@ -48,6 +56,32 @@ def test_dag_params_follow_the_fields_and_end_with_dry_run() -> None:
     assert params["names"].value == ["x"]
     assert dict(params["count"].schema) == {"type": "number", "title": "Count"}
     assert params["count"].description == "-"
+
+
+@dataclass(frozen=True)
+class Short:
+    """Sample's switches and a selection, written with the shorthands."""
+
+    keep: bool = switch("Keep", "-", flag="--keep/--no-keep", default=True)
+    loud: bool = switch("Loud", "-", flag="--loud")
+    only: tuple[str, ...] = selection("Only", "-", items={"type": "string"}, flag="--only")
+
+
+def test_switch_and_selection_are_the_options_written_out() -> None:
+    params = dag_params(Short)
+
+    assert params["keep"].dump() == dag_params(Sample)["keep"].dump()
+    assert params["loud"].dump() == dag_params(Sample)["loud"].dump()
+    assert params["only"].value == []
+    assert dict(params["only"].schema) == {
+        "type": "array",
+        "items": {"type": "string"},
+        "uniqueItems": True,
+        "title": "Only",
+    }
+    assert cli_args(Short(**read_params(Short, {"loud": True, "only": ["a", "b"]}))) == [
+        "--keep", "--loud", "--only", "a", "--only", "b",
+    ]  # fmt: skip
 
 
 def test_dag_params_take_given_defaults_and_need_one_for_every_option() -> None:

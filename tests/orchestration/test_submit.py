@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eventlake.orchestration.submit import (
+    SUBMIT_KEYS,
     dry_run_report,
     job_env,
     spark_submit_args,
@@ -17,6 +18,10 @@ def test_submit_conf_leaves_jars_to_the_jars_argument(settings: Settings) -> Non
     kwargs = submit_kwargs(settings, ["--topic", "a"])
     assert "spark.jars" not in submit_conf(settings)
     assert kwargs["jars"].split(",") == [str(jar) for jar in spark_jars(settings)]
+
+
+def test_submit_keys_name_what_submit_kwargs_gives(settings: Settings) -> None:
+    assert tuple(submit_kwargs(settings, [])) == SUBMIT_KEYS
 
 
 def test_job_env_carries_bootstrap_servers_and_warehouse(settings: Settings) -> None:

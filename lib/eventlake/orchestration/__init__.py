@@ -9,12 +9,16 @@ The modules, one concern each:
 * ``submit``: one spark-submit (application args, Spark conf, jars, environment) for
   SparkSubmitOperator, and its command line for logs; the master comes from the
   Airflow connection ``spark_default``, never from here;
+* ``dag_parts``: what every DAG file is made of: the ``@dag`` arguments they share
+  (start date, owner, tags, one run at a time, retries and timeouts), the job script
+  beside ``dags/``, the plan task and the spark-submit task, single or mapped;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: the configured topics (``EVENTLAKE_TOPICS``) and offsets per topic;
 * ``assets``: the Delta tables as Airflow assets;
 * ``errors``: :class:`OrchestrationError`.
 
-Not here: the DAGs themselves (``dags/``), the jobs and their command line
+Not here: the DAGs themselves (``dags/``: each its doc, id, schedule, params and task
+graph), the jobs and their command line
 (``jobs/``, :mod:`eventlake.cli`), and the settings all of this derives from
 (:mod:`eventlake.settings`). The DAG files use the names exported below.
 
@@ -35,6 +39,14 @@ from eventlake.orchestration.assets import (
     ingest_outlets,
     rejects_asset,
     state_asset,
+    state_assets,
+)
+from eventlake.orchestration.dag_parts import (
+    dag_arguments,
+    job_script,
+    plan_task,
+    spark_submit,
+    spark_submit_each,
 )
 from eventlake.orchestration.dry_run import log_commands, submit_unless_dry_run
 from eventlake.orchestration.errors import OrchestrationError
@@ -90,12 +102,14 @@ __all__ = [
     "RepublishParams",
     "check_topic",
     "configured_topics",
+    "dag_arguments",
     "dry_run_report",
     "events_asset",
     "ingest_application_args",
     "ingest_outlets",
     "ingest_params",
     "job_env",
+    "job_script",
     "log_commands",
     "maintenance_params",
     "plan_ingest",
@@ -103,12 +117,16 @@ __all__ = [
     "plan_quality",
     "plan_reconcile",
     "plan_republish",
+    "plan_task",
     "quality_params",
     "rejects_asset",
     "republish_params",
     "route_application_args",
+    "spark_submit",
     "spark_submit_args",
+    "spark_submit_each",
     "state_asset",
+    "state_assets",
     "stream_owner_notice",
     "submit_conf",
     "submit_jars",

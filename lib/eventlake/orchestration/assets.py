@@ -56,6 +56,17 @@ def state_asset(settings: Settings, topic: str) -> Asset:
     return Asset(name=f"eventlake.state.{topic}", uri=uri)
 
 
+def state_assets(settings: Settings) -> list[Asset]:
+    """The state table of each state topic (``EVENTLAKE_STATE_TOPICS``): what a rebuild
+    of the state tables updates.
+
+    Example:
+        >>> [a.name for a in state_assets(load_settings(state_topics=["c"]))]
+        ['eventlake.state.c']
+    """
+    return [state_asset(settings, topic) for topic in settings.state_topics]
+
+
 def ingest_outlets(settings: Settings) -> list[Asset]:
     """What an ingest run updates: events, rejects and the state table of each state topic.
 
@@ -63,8 +74,4 @@ def ingest_outlets(settings: Settings) -> list[Asset]:
         >>> [a.name for a in ingest_outlets(load_settings(state_topics=["c"]))]
         ['eventlake.events', 'eventlake.rejects', 'eventlake.state.c']
     """
-    return [
-        events_asset(settings),
-        rejects_asset(settings),
-        *(state_asset(settings, topic) for topic in settings.state_topics),
-    ]
+    return [events_asset(settings), rejects_asset(settings), *state_assets(settings)]

@@ -20,7 +20,7 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.orchestration.options import cli_args, dag_params, option, read_params
+from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import (
     check_topic,
@@ -79,22 +79,13 @@ class IngestParams:
             pattern=_ENDING_OFFSETS_PATTERN,
         ),
     )
-    dry_run: bool = field(
-        default=False,
-        metadata=option(
-            "Dry run", "Only log the spark-submit commands; submit nothing.", type="boolean"
-        ),
-    )
+    dry_run: bool = switch("Dry run", "Only log the spark-submit commands; submit nothing.")
     #: Re-read every topic from earliest to latest (adds only what is missing) and
     #: rebuild the state tables of state topics from their topics.
-    full_refresh: bool = field(
-        default=False,
-        metadata=option(
-            "Full refresh",
-            "Re-read each topic from earliest to latest (adds only records "
-            "not yet in the tables) and rebuild the state tables of state topics.",
-            type="boolean",
-        ),
+    full_refresh: bool = switch(
+        "Full refresh",
+        "Re-read each topic from earliest to latest (adds only records "
+        "not yet in the tables) and rebuild the state tables of state topics.",
     )
 
     def __post_init__(self) -> None:
@@ -197,9 +188,10 @@ def ingest_application_args(
 
 
 def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per topic of a DAG run,
-    from the run's params; a topic that a running stream reads is skipped, with a
-    message saying so.
+    """Check the params; one spark-submit (args, conf, jars, env) per topic.
+
+    Each a :func:`~eventlake.orchestration.submit.submit_kwargs`, from the DAG run's
+    params; a topic that a running stream reads is skipped, with a message saying so.
 
     The ingest DAG maps SparkSubmitOperator over this list (``expand_kwargs``). Raises
     :class:`OrchestrationError` on bad params, before anything is submitted.
@@ -243,8 +235,10 @@ def stream_owner_notice(settings: Settings, topic: str) -> str | None:
 
 
 def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """The state rebuilds of a full refresh: one ``eventlake reconcile --topic <topic>``
-    per state topic of the run; an empty list otherwise (the DAG's task is skipped).
+    """On a full refresh, one reconcile per state topic; otherwise none (skipped).
+
+    Each an ``eventlake reconcile --topic <topic>`` of a state topic of the run; with none,
+    the DAG's mapped task is skipped.
 
     Example:
         >>> plan_reconcile({"topics": ["a"], "full_refresh": True}, settings)

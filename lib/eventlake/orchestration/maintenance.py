@@ -14,7 +14,14 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.orchestration.options import cli_args, dag_params, option, read_params
+from eventlake.orchestration.options import (
+    cli_args,
+    dag_params,
+    option,
+    read_params,
+    selection,
+    switch,
+)
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic, topic_schema
 from eventlake.settings import Settings
@@ -48,49 +55,33 @@ class MaintenanceParams:
             minimum=0,
         ),
     )
-    allow_below_safety: bool = field(
-        default=False,
-        metadata=option(
-            "Allow a retention below 168 hours",
-            "VACUUM may then delete files that running streams or readers of "
-            "recent versions still need.",
-            flag="--allow-below-safety",
-            type="boolean",
-        ),
+    allow_below_safety: bool = switch(
+        "Allow a retention below 168 hours",
+        "VACUUM may then delete files that running streams or readers of "
+        "recent versions still need.",
+        flag="--allow-below-safety",
     )
     # Passed either way: the DAG reconciles by default, whatever the job's default.
-    auto_reconcile: bool = field(
+    auto_reconcile: bool = switch(
+        "Auto-reconcile",
+        "Rebuild a state table from its topic when tombstones may have been "
+        "compacted away unseen (otherwise only warn).",
+        flag="--auto-reconcile/--no-auto-reconcile",
         default=True,
-        metadata=option(
-            "Auto-reconcile",
-            "Rebuild a state table from its topic when tombstones may have been "
-            "compacted away unseen (otherwise only warn).",
-            flag="--auto-reconcile/--no-auto-reconcile",
-            type="boolean",
-        ),
     )
     # The job's own dry run: it is submitted and reports what it would do.
-    dry_run: bool = field(
-        default=False,
-        metadata=option(
-            "Dry run",
-            "Change nothing: report what VACUUM would delete and which state tables are at risk.",
-            flag="--dry-run",
-            type="boolean",
-        ),
+    dry_run: bool = switch(
+        "Dry run",
+        "Change nothing: report what VACUUM would delete and which state tables are at risk.",
+        flag="--dry-run",
     )
     #: State topics to check; empty: every state table in the warehouse.
-    topics: tuple[str, ...] = field(
-        default=(),
-        metadata=option(
-            "State topics",
-            "Compacted topics to check for missed tombstones; empty: every "
-            "state table in the warehouse.",
-            flag="--topic",
-            type="array",
-            items=topic_schema(),
-            uniqueItems=True,
-        ),
+    topics: tuple[str, ...] = selection(
+        "State topics",
+        "Compacted topics to check for missed tombstones; empty: every "
+        "state table in the warehouse.",
+        items=topic_schema(),
+        flag="--topic",
     )
 
     def __post_init__(self) -> None:

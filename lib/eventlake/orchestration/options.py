@@ -2,9 +2,10 @@
 
 A DAG's checked params are a frozen dataclass (:class:`~eventlake.orchestration.quality.
 QualityParams`, ...). Each field that the DAG's trigger form shows carries an
-:class:`Option` in its metadata (made by :func:`option`): the JSON schema Airflow checks
-the run conf with before a run is created, and the flag of the job's command line it
-becomes; the default is the field's. From that one table come
+:class:`Option` in its metadata (made by :func:`option`; :func:`switch` and
+:func:`selection` make the whole field of the two commonest kinds): the JSON schema
+Airflow checks the run conf with before a run is created, and the flag of the job's
+command line it becomes; the default is the field's. From that one table come
 
 * the DAG's ``params`` (:func:`dag_params`);
 * the reading of a run's params, type-checked by the schema's ``type``
@@ -26,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final
 
 from airflow.sdk import Param
@@ -66,6 +67,38 @@ def option(
         'boolean'
     """
     return {OPTION_KEY: Option({**schema, "title": title, "description": description}, flag)}
+
+
+def switch(title: str, description: str, *, flag: str | None = None, default: bool = False) -> bool:
+    """A dataclass field that is a true/false DAG option (off unless ``default``).
+
+    Example:
+        >>> @dataclass(frozen=True)
+        ... class Params:
+        ...     full: bool = switch("Full", "All rows.", flag="--full")
+        >>> cli_args(Params(full=True))
+        ['--full']
+    """
+    return field(default=default, metadata=option(title, description, flag=flag, type="boolean"))
+
+
+def selection(
+    title: str, description: str, *, items: Mapping[str, Any], flag: str | None = None
+) -> tuple[str, ...]:
+    """A dataclass field that is a DAG option naming what a run is narrowed to: a list of
+    distinct strings matching ``items`` (a JSON schema); empty, the default, selects all.
+
+    Example:
+        >>> @dataclass(frozen=True)
+        ... class Params:
+        ...     topics: tuple[str, ...] = selection("Topics", "Empty: all.", items=topic_schema())
+        >>> Params().topics
+        ()
+    """
+    metadata = option(
+        title, description, flag=flag, type="array", items=dict(items), uniqueItems=True
+    )
+    return field(default=(), metadata=metadata)
 
 
 def options(cls: type[DataclassInstance]) -> Iterator[tuple[Field[Any], Option]]:

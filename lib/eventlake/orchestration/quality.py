@@ -14,7 +14,7 @@ from typing import Any
 from airflow.sdk import Param
 
 from eventlake.kafka import TOPIC_NAME_PATTERN
-from eventlake.orchestration.options import cli_args, dag_params, option, read_params
+from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
 from eventlake.settings import Settings
@@ -30,14 +30,10 @@ class QualityParams:
         ['--table', 'events', '--full']
     """
 
-    full: bool = field(
-        default=False,
-        metadata=option(
-            "Full quality run",
-            "Check the whole events table, not only the rows added since the last check.",
-            flag="--full",
-            type="boolean",
-        ),
+    full: bool = switch(
+        "Full quality run",
+        "Check the whole events table, not only the rows added since the last check.",
+        flag="--full",
     )
     #: Check only this topic's events; None: every topic.
     topic: str | None = field(
@@ -50,12 +46,7 @@ class QualityParams:
             pattern=TOPIC_NAME_PATTERN,
         ),
     )
-    dry_run: bool = field(
-        default=False,
-        metadata=option(
-            "Dry run", "Only log the spark-submit command; check nothing.", type="boolean"
-        ),
-    )
+    dry_run: bool = switch("Dry run", "Only log the spark-submit command; check nothing.")
 
     def __post_init__(self) -> None:
         if self.topic is not None:
@@ -83,7 +74,9 @@ class QualityParams:
 
 
 def plan_quality(params: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
-    """The :func:`~eventlake.orchestration.submit.submit_kwargs` of the quality job, from
+    """Check the params; the spark-submit arguments, conf, jars and environment.
+
+    The :func:`~eventlake.orchestration.submit.submit_kwargs` of the quality job, from
     a DAG run's params.
 
     Example:

@@ -9,13 +9,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from airflow.sdk import Param
 
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.orchestration.options import dag_params, option, read_params
+from eventlake.orchestration.options import dag_params, read_params, selection, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.settings import RepublishRoute, Settings
 
@@ -62,23 +62,13 @@ class RepublishParams:
     """
 
     #: Route names (``source>target``) to run; empty: every configured route.
-    routes: tuple[str, ...] = field(
-        default=(),
-        metadata=option(
-            "Routes",
-            "Routes to run, as source>target; empty: every route configured "
-            "in EVENTLAKE_REPUBLISH_ROUTES.",
-            type="array",
-            items={"type": "string", "pattern": _ROUTE_NAME_PATTERN},
-            uniqueItems=True,
-        ),
+    routes: tuple[str, ...] = selection(
+        "Routes",
+        "Routes to run, as source>target; empty: every route configured "
+        "in EVENTLAKE_REPUBLISH_ROUTES.",
+        items={"type": "string", "pattern": _ROUTE_NAME_PATTERN},
     )
-    dry_run: bool = field(
-        default=False,
-        metadata=option(
-            "Dry run", "Only log the spark-submit commands; republish nothing.", type="boolean"
-        ),
-    )
+    dry_run: bool = switch("Dry run", "Only log the spark-submit commands; republish nothing.")
 
     @classmethod
     def from_params(
@@ -113,8 +103,10 @@ class RepublishParams:
 
 
 def plan_republish(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """One :func:`~eventlake.orchestration.submit.submit_kwargs` per route of a DAG run
-    (none when no route is set up).
+    """Check the params; one spark-submit (args, conf, jars, env) per route.
+
+    Each a :func:`~eventlake.orchestration.submit.submit_kwargs`; none when no route is
+    set up.
 
     Example:
         >>> plan_republish({}, settings)

@@ -21,6 +21,8 @@ from eventlake.spark import spark_conf, spark_jars
 
 #: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
 SPARK_CONN_ID: Final = "spark_default"
+#: The keys of :func:`submit_kwargs`: what a plan gives each spark-submit.
+SUBMIT_KEYS: Final = ("application_args", "conf", "jars", "env_vars")
 
 
 def submit_conf(settings: Settings) -> dict[str, str]:

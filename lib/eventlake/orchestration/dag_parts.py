@@ -1,0 +1,177 @@
+"""The parts every eventlake DAG file is made of, written once: the ``@dag`` arguments
+the DAGs share, the job script beside ``dags/``, the plan task and the spark-submit task.
+
+A DAG file keeps what is its own: its doc, id, schedule, params, retries and timeouts,
+and its task graph.
+
+Example, a DAG file in ``dags/`` (its doc the module's docstring)::
+
+    REPUBLISH_JOB = job_script(__file__, "rekey_republish.py")
+
+    @dag(
+        dag_id="eventlake_republish",
+        schedule="*/10 * * * *",
+        params=republish_params(),
+        **dag_arguments(__doc__, retries=2, retry_minutes=2, task_hours=0.5, run_hours=1),
+    )
+    def eventlake_republish() -> None:
+        submits = plan_task(plan_republish)
+        republish = spark_submit_each(REPUBLISH_JOB, submits, task_id="republish")
+        submit_unless_dry_run(REPUBLISH_JOB, submits) >> republish
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, cast
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import XComArg, task
+from airflow.sdk.definitions.mappedoperator import MappedOperator
+from airflow.sdk.definitions.xcom_arg import PlainXComArg
+
+from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
+from eventlake.settings import Settings, load_settings
+
+#: The first date every DAG is scheduled from.
+START_DATE: Final = datetime(2026, 1, 1, tzinfo=UTC)
+#: The owner and the one tag of every DAG.
+OWNER: Final = "eventlake"
+#: The label of a mapped spark-submit in the UI, unless told otherwise: the value of its
+#: first flag (the topic of ``--topic <topic>``).
+FIRST_ARGUMENT: Final = "{{ task.application_args[1] }}"
+
+#: A DAG's plan: the run's params and the worker's settings -> its spark-submit(s).
+Planner = Callable[[Mapping[str, Any], Settings], Any]
+
+
+def dag_arguments(
+    doc: str | None, *, retries: int, retry_minutes: float, task_hours: float, run_hours: float
+) -> dict[str, Any]:
+    """The ``@dag`` keyword arguments of an eventlake DAG besides its id, schedule and params:
+    ``doc`` (the DAG file's docstring) shown in the UI, a failed task retried ``retries``
+    times ``retry_minutes`` apart, a task stopped after ``task_hours``, a run after
+    ``run_hours``.
+
+    Example:
+        >>> args = dag_arguments("## doc", retries=2, retry_minutes=2, task_hours=0.5, run_hours=1)
+        >>> args["dagrun_timeout"], args["default_args"]["execution_timeout"]
+        (datetime.timedelta(seconds=3600), datetime.timedelta(seconds=1800))
+    """
+    return {
+        "start_date": START_DATE,
+        # A run works on what the topics and tables hold when it starts, whatever its date:
+        # runs for missed intervals would repeat it, overlapping runs would race for it.
+        "catchup": False,
+        "max_active_runs": 1,
+        "dagrun_timeout": timedelta(hours=run_hours),
+        "default_args": {
+            "owner": OWNER,
+            "retries": retries,
+            "retry_delay": timedelta(minutes=retry_minutes),
+            "execution_timeout": timedelta(hours=task_hours),
+        },
+        "tags": [OWNER],
+        "doc_md": doc,
+    }
+
+
+def job_script(dag_file: str | Path, name: str) -> Path:
+    """The job script ``name`` in ``jobs/``, beside the ``dags/`` folder of ``dag_file``
+    (a checkout, or /opt/eventlake in the image). Found from the DAG file: the installed
+    package has no checkout around it.
+
+    Example:
+        >>> job_script("/opt/eventlake/dags/eventlake_ingest.py", "ingest_cloudevents.py")
+        PosixPath('/opt/eventlake/jobs/ingest_cloudevents.py')
+    """
+    return Path(dag_file).resolve().parents[1] / "jobs" / name
+
+
+def plan_task(planner: Planner, *, task_id: str = "plan", single: bool = False) -> PlainXComArg:
+    """A DAG's first task: ``planner`` checks the run's params and returns the keyword
+    arguments of the run's spark-submits, a list for :func:`spark_submit_each` (or, with
+    ``single``, those of its one spark-submit, for :func:`spark_submit`). The first
+    paragraph of the planner's docstring is the task's doc in the UI. Call it inside the
+    DAG.
+
+    Example:
+        >>> submits = plan_task(plan_republish)
+    """
+
+    # A failed plan is a bad run conf or setting (or missing jars): a retry would fail alike.
+    @task(task_id=task_id, retries=0, multiple_outputs=single, doc_md=_summary(planner))
+    def plan(params: dict[str, Any] | None = None) -> Any:
+        # The settings of the worker that runs the task, not of the one that parsed the DAG.
+        return planner(params or {}, load_settings())
+
+    # A task called once, not mapped: its output's keys can be pulled one by one.
+    return cast(PlainXComArg, plan())
+
+
+def spark_submit(
+    application: Path,
+    submit: PlainXComArg,
+    *,
+    task_id: str,
+    name: str | None = None,
+    **operator: Any,
+) -> SparkSubmitOperator:
+    """The spark-submit of ``application`` with the keyword arguments that a
+    :func:`plan_task` with ``single`` returned. ``name`` names the Spark application
+    (``eventlake-<task_id>`` unless given); ``operator`` adds arguments of the operator
+    (``retries``, ...). Call it inside the DAG.
+
+    Example:
+        >>> spark_submit(MAINTAIN_JOB, submit, task_id="maintain", name="eventlake-maintenance")
+    """
+    # The plan exists only when the DAG runs: each argument refers to its key of the plan
+    # task's output (multiple_outputs), pulled then.
+    planned: dict[str, Any] = {key: submit[key] for key in SUBMIT_KEYS}
+    return SparkSubmitOperator(**_task_arguments(task_id, application, name), **planned, **operator)
+
+
+def spark_submit_each(
+    application: Path,
+    submits: XComArg,
+    *,
+    task_id: str,
+    name: str | None = None,
+    map_index_template: str = FIRST_ARGUMENT,
+    **operator: Any,
+) -> MappedOperator:
+    """One spark-submit of ``application`` per entry of the list that a :func:`plan_task`
+    returned (a mapped task; skipped when the list is empty), one at a time, each labelled
+    in the UI by ``map_index_template``. ``name`` and ``operator`` as for
+    :func:`spark_submit`. Call it inside the DAG.
+
+    Example:
+        >>> spark_submit_each(INGEST_JOB, submits, task_id="ingest", outlets=[events, rejects])
+    """
+    return SparkSubmitOperator.partial(
+        **_task_arguments(task_id, application, name),
+        # One driver at a time: a small worker, and no race on first table creation.
+        max_active_tis_per_dagrun=1,
+        map_index_template=map_index_template,
+        **operator,
+    ).expand_kwargs(submits)
+
+
+def _summary(function: Callable[..., Any]) -> str | None:
+    """The first paragraph of ``function``'s docstring, if it has one."""
+    doc = inspect.getdoc(function)
+    return doc.split("\n\n")[0] if doc else None
+
+
+def _task_arguments(task_id: str, application: Path, name: str | None) -> dict[str, Any]:
+    """What every spark-submit task is given besides its plan; the master comes from the
+    ``spark_default`` connection."""
+    return {
+        "task_id": task_id,
+        "application": str(application),
+        "conn_id": SPARK_CONN_ID,
+        "name": name or f"eventlake-{task_id}",
+    }

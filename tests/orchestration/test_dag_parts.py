@@ -1,0 +1,100 @@
+"""eventlake.orchestration.dag_parts: the parts every DAG file is made of. The DAGs made
+of them, parsed and run: tests/dags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG
+
+from eventlake.orchestration.dag_parts import (
+    dag_arguments,
+    job_script,
+    plan_task,
+    spark_submit,
+    spark_submit_each,
+)
+from eventlake.settings import Settings
+from tests.airflow_home import DAGS_FOLDER
+
+
+def planner(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """Plan one submit per topic.
+
+    Only the first paragraph is the task's doc.
+    """
+    assert isinstance(settings, Settings)
+    return [{"application_args": ["--topic", topic]} for topic in params.get("topics", [])]
+
+
+def test_dag_arguments_are_the_shared_ones_with_the_dags_retries_and_timeouts() -> None:
+    args = dag_arguments("# doc", retries=2, retry_minutes=2, task_hours=0.5, run_hours=1)
+
+    assert args == {
+        "start_date": datetime(2026, 1, 1, tzinfo=UTC),
+        "catchup": False,
+        "max_active_runs": 1,
+        "dagrun_timeout": timedelta(hours=1),
+        "default_args": {
+            "owner": "eventlake",
+            "retries": 2,
+            "retry_delay": timedelta(minutes=2),
+            "execution_timeout": timedelta(minutes=30),
+        },
+        "tags": ["eventlake"],
+        "doc_md": "# doc",
+    }
+
+
+def test_job_scripts_are_in_jobs_beside_dags() -> None:
+    image = job_script("/opt/eventlake/dags/eventlake_ingest.py", "maintain.py")
+    assert image == Path("/opt/eventlake/jobs/maintain.py")
+    assert job_script(DAGS_FOLDER / "eventlake_ingest.py", "ingest_cloudevents.py").is_file()
+
+
+def test_plan_task_is_not_retried_and_plans_from_the_runs_params() -> None:
+    with DAG("plan_task", schedule=None) as dag:
+        plan_task(planner)
+        plan_task(planner, task_id="plan_one", single=True)
+    plan, one = dag.get_task("plan"), dag.get_task("plan_one")
+
+    assert (plan.retries, one.retries) == (0, 0)
+    assert (plan.multiple_outputs, one.multiple_outputs) == (False, True)
+    assert plan.doc_md == "Plan one submit per topic."
+    assert plan.python_callable(params={"topics": ["a"]}) == [
+        {"application_args": ["--topic", "a"]}
+    ]
+    assert plan.python_callable() == []
+
+
+def test_spark_submit_pulls_each_argument_from_the_plan() -> None:
+    with DAG("spark_submit", schedule=None) as dag:
+        submit = plan_task(planner, single=True)
+        spark_submit(Path("/jobs/check.py"), submit, task_id="check", retries=0)
+    check = dag.get_task("check")
+
+    assert isinstance(check, SparkSubmitOperator)
+    assert (check.application, check.name, check.retries) == (
+        "/jobs/check.py",
+        "eventlake-check",
+        0,
+    )
+    assert check.upstream_task_ids == {"plan"}
+    assert (check.application_args.key, check.env_vars.key) == ("application_args", "env_vars")
+
+
+def test_spark_submit_each_maps_one_at_a_time_labelled_by_the_first_argument() -> None:
+    with DAG("spark_submit_each", schedule=None) as dag:
+        spark_submit_each(Path("/jobs/ingest.py"), plan_task(planner), task_id="ingest")
+    ingest = dag.get_task("ingest")
+
+    assert ingest.partial_kwargs["application"] == "/jobs/ingest.py"
+    assert ingest.partial_kwargs["conn_id"] == "spark_default"
+    assert ingest.partial_kwargs["name"] == "eventlake-ingest"
+    assert ingest.max_active_tis_per_dagrun == 1
+    assert ingest.map_index_template == "{{ task.application_args[1] }}"
+    assert ingest.upstream_task_ids == {"plan"}
