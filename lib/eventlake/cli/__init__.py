@@ -7,6 +7,10 @@ check), ``reports`` (compaction-check, status, query) and ``local`` (broker, air
 samples, demo); importing them here registers them on :data:`app`, and ``common``
 holds what they share.
 
+Not here: what the commands do. Each parses its options, builds the library's request
+and calls the library (:mod:`eventlake.ingest`, :mod:`eventlake.republish`, ...); the
+DAGs' side of the same options is :mod:`eventlake.orchestration`.
+
 Example:
     $ eventlake broker start
     $ eventlake samples --topic demo.orders --count 500
