@@ -33,6 +33,7 @@ from eventlake.settings import Settings
 from eventlake.spark import session_conf
 from eventlake.tables import (
     EVENTS_SCHEMA,
+    MATERIALIZED_SOURCE_CONFS,
     ensure_table,
     merge_source,
     retry_conflicts,
@@ -159,7 +160,7 @@ def apply_state(
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         txn = {TXN_APP_ID_CONF: f"{app_id}-state", TXN_VERSION_CONF: str(version)}
-        with session_conf(spark, txn):
+        with session_conf(spark, txn | MATERIALIZED_SOURCE_CONFS):
             before = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
             # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
             # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
@@ -257,15 +258,16 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
         differs = (
             "NOT (t.kafka_partition <=> s.kafka_partition AND t.kafka_offset <=> s.kafka_offset)"
         )
-        (
-            DeltaTable.forPath(spark, path)
-            .alias("t")
-            .merge(wanted.alias("s"), "t.kafka_key = s.kafka_key")
-            .whenMatchedUpdate(condition=differs, set=values)
-            .whenNotMatchedInsert(values=values)
-            .whenNotMatchedBySourceDelete()
-            .execute()
-        )
+        with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
+            (
+                DeltaTable.forPath(spark, path)
+                .alias("t")
+                .merge(wanted.alias("s"), "t.kafka_key = s.kafka_key")
+                .whenMatchedUpdate(condition=differs, set=values)
+                .whenNotMatchedInsert(values=values)
+                .whenNotMatchedBySourceDelete()
+                .execute()
+            )
         metrics = _merge_metrics(spark, path)
         # The table now equals the topic: whatever it may have missed is repaired.
         spark.sql(

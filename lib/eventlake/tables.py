@@ -235,6 +235,12 @@ def merge_source(rows: DataFrame) -> DataFrame:
     return rows.localCheckpoint(eager=True)
 
 
+#: Session confs of a MERGE whose source :func:`merge_source` made: Delta would otherwise
+#: materialize it a second time (its ``auto`` mode checkpoints every source that is not
+#: a Delta scan), writing the whole batch to local disk again for nothing.
+MATERIALIZED_SOURCE_CONFS: Final = {"spark.databricks.delta.merge.materializeSource": "none"}
+
+
 def ensure_table(
     spark: SparkSession, path: str, schema: StructType, *, change_data_feed: bool = False
 ) -> None:
