@@ -55,6 +55,16 @@ def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Sett
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
 
 
+def test_jobs_run_without_a_ui_unless_a_ui_port_is_set(settings: Settings) -> None:
+    with_port = settings.model_copy(update={"spark_ui_port": 4050})
+
+    assert spark_conf(settings)["spark.ui.enabled"] == "false"
+    assert "spark.ui.port" not in spark_conf(settings)
+    assert spark_conf(settings, ui=True)["spark.ui.enabled"] == "true"
+    conf = spark_conf(with_port)
+    assert (conf["spark.ui.enabled"], conf["spark.ui.port"]) == ("true", "4050")
+
+
 #: Spark's timestamp range, as microseconds since the epoch: the first and last
 #: microsecond of years 0001 and 9999 in UTC.
 FIRST_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z

@@ -73,6 +73,13 @@ class Settings(BaseSettings):
         "spark.driver.extraJavaOptions.",
     )
     shuffle_partitions: int = Field(default=4, ge=1, description="spark.sql.shuffle.partitions.")
+    spark_ui_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Port of the Spark UI of a job's driver (0: any free port). Unset: jobs "
+        "run without a UI (one less server per driver on a small machine).",
+    )
     jars_dir: Path = Field(
         default=PROJECT_ROOT / "infra" / "jars" / "spark",
         description="Folder holding the Kafka connector and Delta jars (make jars).",

@@ -61,7 +61,16 @@ def spark_jars(settings: Settings) -> list[Path]:
 
 
 def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
-    """The Spark configuration eventlake runs with, also used to build spark-submit calls."""
+    """The Spark configuration eventlake runs with, also used to build spark-submit calls.
+
+    The driver serves the Spark UI when ``ui`` is true (on Spark's default port) or
+    ``settings.spark_ui_port`` is set (on that port).
+
+    Example:
+        >>> spark_conf(load_settings(spark_ui_port=4050))["spark.ui.port"]
+        '4050'
+    """
+    ui = ui or settings.spark_ui_port is not None
     conf = {
         "spark.jars": ",".join(str(jar) for jar in spark_jars(settings)),
         "spark.sql.extensions": ",".join(SQL_EXTENSIONS),
@@ -87,6 +96,8 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
             f"-Dlog4j2.configurationFile={settings.log_config} {settings.driver_java_options}"
         ).strip(),
     }
+    if settings.spark_ui_port is not None:
+        conf["spark.ui.port"] = str(settings.spark_ui_port)
     if settings.spark_master.startswith("local"):
         # A local driver serves only this machine: keep its ports on the loopback.
         conf["spark.driver.host"] = "127.0.0.1"
