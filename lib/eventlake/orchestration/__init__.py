@@ -12,6 +12,9 @@ The modules, one concern each:
 * ``dag_parts``: what every DAG file is made of: the ``@dag`` arguments they share
   (start date, owner, tags, one run at a time, retries and timeouts), the job script
   beside ``dags/``, the plan task and the spark-submit task, single or mapped;
+* ``kafka_connection``: Kafka settings and credentials from the Airflow connection
+  ``kafka_default`` (the Kafka provider's type), the password only for the spark-submit
+  process's environment;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: the configured topics (``EVENTLAKE_TOPICS``) and offsets per topic;
 * ``assets``: the Delta tables as Airflow assets;
@@ -42,6 +45,7 @@ from eventlake.orchestration.assets import (
     state_assets,
 )
 from eventlake.orchestration.dag_parts import (
+    KafkaSparkSubmitOperator,
     dag_arguments,
     job_script,
     plan_task,
@@ -57,6 +61,12 @@ from eventlake.orchestration.ingest import (
     plan_ingest,
     plan_reconcile,
     stream_owner_notice,
+)
+from eventlake.orchestration.kafka_connection import (
+    KAFKA_CONN_ID,
+    KafkaConnection,
+    read_kafka_connection,
+    task_settings,
 )
 from eventlake.orchestration.maintenance import (
     MAINTENANCE_RETENTION_HOURS,
@@ -91,11 +101,14 @@ from eventlake.orchestration.topics import (
 __all__ = [
     "DEFAULT_TOPICS",
     "EVENTS_ASSET_NAME",
+    "KAFKA_CONN_ID",
     "MAINTENANCE_RETENTION_HOURS",
     "REJECTS_ASSET_NAME",
     "SPARK_CONN_ID",
     "TOPICS_ENV",
     "IngestParams",
+    "KafkaConnection",
+    "KafkaSparkSubmitOperator",
     "MaintenanceParams",
     "OrchestrationError",
     "QualityParams",
@@ -119,6 +132,7 @@ __all__ = [
     "plan_republish",
     "plan_task",
     "quality_params",
+    "read_kafka_connection",
     "rejects_asset",
     "republish_params",
     "route_application_args",
@@ -132,5 +146,6 @@ __all__ = [
     "submit_jars",
     "submit_kwargs",
     "submit_unless_dry_run",
+    "task_settings",
     "topic_offsets",
 ]

@@ -1,5 +1,7 @@
 """The parts every eventlake DAG file is made of, written once: the ``@dag`` arguments
-the DAGs share, the job script beside ``dags/``, the plan task and the spark-submit task.
+the DAGs share, the job script beside ``dags/``, the plan task and the spark-submit task
+(with Kafka from the ``kafka_default`` connection when it is defined, see
+:mod:`eventlake.orchestration.kafka_connection`).
 
 A DAG file keeps what is its own: its doc, id, schedule, params, retries and timeouts,
 and its task graph.
@@ -32,9 +34,17 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import XComArg, task
 from airflow.sdk.definitions.mappedoperator import MappedOperator
 from airflow.sdk.definitions.xcom_arg import PlainXComArg
+from airflow.sdk.log import mask_secret
 
+from eventlake.orchestration.errors import OrchestrationError
+from eventlake.orchestration.kafka_connection import (
+    KAFKA_CONN_ID,
+    kafka_job_env,
+    read_kafka_connection,
+    task_settings,
+)
 from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
-from eventlake.settings import Settings, load_settings
+from eventlake.settings import Settings
 
 #: The first date every DAG is scheduled from.
 START_DATE: Final = datetime(2026, 1, 1, tzinfo=UTC)
@@ -105,11 +115,66 @@ def plan_task(planner: Planner, *, task_id: str = "plan", single: bool = False) 
     # A failed plan is a bad run conf or setting (or missing jars): a retry would fail alike.
     @task(task_id=task_id, retries=0, multiple_outputs=single, doc_md=_summary(planner))
     def plan(params: dict[str, Any] | None = None) -> Any:
-        # The settings of the worker that runs the task, not of the one that parsed the DAG.
-        return planner(params or {}, load_settings())
+        # The settings of the worker that runs the task, not of the one that parsed the DAG,
+        # with Kafka from the kafka_default connection when it is defined. The plan (an
+        # XCom) never holds the password: submit_kwargs gives the job no credential.
+        return planner(params or {}, task_settings())
 
     # A task called once, not mapped: its output's keys can be pulled one by one.
     return cast(PlainXComArg, plan())
+
+
+class KafkaSparkSubmitOperator(SparkSubmitOperator):
+    """SparkSubmitOperator that gives the job the Kafka settings of the ``kafka_default``
+    connection, password included, when it runs; without the connection, it is
+    SparkSubmitOperator (the job reads the worker's ``EVENTLAKE_*`` environment).
+
+    The password reaches the spark-submit process only through its environment
+    (``EVENTLAKE_KAFKA_PASSWORD``): not its command line (other users see it in ``ps``),
+    not its Spark conf (the driver's UI shows every property), not the task's fields
+    (rendered in the UI), and Airflow masks it in the task log.
+
+    Example:
+        >>> KafkaSparkSubmitOperator(task_id="ingest", application="jobs/ingest_cloudevents.py")
+    """
+
+    def execute(self, context: Any) -> None:
+        """Run spark-submit with the connection's Kafka settings in its environment."""
+        kafka = read_kafka_connection(KAFKA_CONN_ID)
+        if kafka is None:
+            super().execute(context)
+            return
+        if kafka.password is not None:
+            # Masked in anything this task logs, should a line ever echo it.
+            mask_secret(kafka.password.get_secret_value())
+            _refuse_env_on_the_command_line(self._conn_id)
+        self.log.info(
+            "Kafka from connection %s: %s as %s",
+            KAFKA_CONN_ID,
+            kafka.bootstrap_servers,
+            kafka.options.get("sasl.username", "(no SASL user)"),
+        )
+        planned = self.env_vars
+        self.env_vars = {**(planned or {}), **kafka_job_env(kafka)}
+        try:
+            super().execute(context)
+        finally:
+            # Not left in a task field, which Airflow may render again after the run.
+            self.env_vars = planned
+
+
+def _refuse_env_on_the_command_line(spark_conn_id: str) -> None:
+    """For YARN and Kubernetes masters, SparkSubmitHook turns ``env_vars`` into
+    ``--conf spark.*Env.*`` arguments: a password there would be on the command line."""
+    from airflow.sdk import BaseHook
+
+    master = (BaseHook.get_connection(spark_conn_id).host or "").lower()
+    if master.startswith(("yarn", "k8s")):
+        raise OrchestrationError(
+            f"The {KAFKA_CONN_ID} connection's password cannot reach a job on master "
+            f"{master!r}: spark-submit would get it as a --conf argument. Give the driver "
+            "its credentials another way (a Kubernetes secret, a YARN credential file)."
+        )
 
 
 def spark_submit(
@@ -120,10 +185,10 @@ def spark_submit(
     name: str | None = None,
     **operator: Any,
 ) -> SparkSubmitOperator:
-    """The spark-submit of ``application`` with the keyword arguments that a
-    :func:`plan_task` with ``single`` returned. ``name`` names the Spark application
-    (``eventlake-<task_id>`` unless given); ``operator`` adds arguments of the operator
-    (``retries``, ...). Call it inside the DAG.
+    """The spark-submit (:class:`KafkaSparkSubmitOperator`) of ``application`` with the
+    keyword arguments that a :func:`plan_task` with ``single`` returned. ``name`` names
+    the Spark application (``eventlake-<task_id>`` unless given); ``operator`` adds
+    arguments of the operator (``retries``, ...). Call it inside the DAG.
 
     Example:
         >>> spark_submit(MAINTAIN_JOB, submit, task_id="maintain", name="eventlake-maintenance")
@@ -131,7 +196,9 @@ def spark_submit(
     # The plan exists only when the DAG runs: each argument refers to its key of the plan
     # task's output (multiple_outputs), pulled then.
     planned: dict[str, Any] = {key: submit[key] for key in SUBMIT_KEYS}
-    return SparkSubmitOperator(**_task_arguments(task_id, application, name), **planned, **operator)
+    return KafkaSparkSubmitOperator(
+        **_task_arguments(task_id, application, name), **planned, **operator
+    )
 
 
 def spark_submit_each(
@@ -151,7 +218,7 @@ def spark_submit_each(
     Example:
         >>> spark_submit_each(INGEST_JOB, submits, task_id="ingest", outlets=[events, rejects])
     """
-    return SparkSubmitOperator.partial(
+    return KafkaSparkSubmitOperator.partial(
         **_task_arguments(task_id, application, name),
         # One driver at a time: a small worker, and no race on first table creation.
         max_active_tis_per_dagrun=1,

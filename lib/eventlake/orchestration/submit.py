@@ -52,7 +52,10 @@ def submit_jars(settings: Settings) -> str:
 
 def job_env(settings: Settings) -> dict[str, str]:
     """Environment of the spark-submit process, on top of the worker's own: the job's
-    settings that must match the DAG's (credentials are never passed this way).
+    settings that must match the DAG's. Credentials are never passed this way (a plan is
+    an XCom): the spark-submit task adds the ``kafka_default`` connection's password to
+    the process's environment when it runs (see
+    :class:`eventlake.orchestration.dag_parts.KafkaSparkSubmitOperator`).
 
     Example:
         >>> job_env(load_settings(bootstrap_servers="kafka:9092"))["EVENTLAKE_BOOTSTRAP_SERVERS"]
