@@ -54,6 +54,7 @@ SHARED_DIR_ENV: Final = "EVENTLAKE_TEST_SHARED_DIR"
 XDIST_GROUPS: Final = {
     "tests/dags/test_airflow_api.py": "airflow-server",
     "tests/dags/test_ui_screenshot.py": "airflow-server",
+    "tests/dags/test_kafka_connection_dag.py": "airflow-server",
 }
 
 
