@@ -16,8 +16,10 @@ topic (a mapped task), reading what the topic holds and stopping (`available-now
   (adds only records not yet in the tables) and then rebuilds the state table of each
   state topic from its topic (`reconcile`, one task per state topic).
 * **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
-* **Spark master**: the `spark_default` connection. Kafka and the warehouse come from
-  the `EVENTLAKE_*` settings of the worker.
+* **Spark master**: the `spark_default` connection.
+* **Kafka**: the `kafka_default` connection (type `kafka`) when it is defined, its
+  password given to the job only in spark-submit's environment; otherwise the
+  `EVENTLAKE_*` settings of the worker, which also give the warehouse.
 
 Params are validated before the run is created: a bad topic name is refused.
 Updates the assets `eventlake.events`, `eventlake.rejects` and `eventlake.state.<topic>`;

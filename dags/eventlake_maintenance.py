@@ -18,8 +18,10 @@ Daily upkeep of the warehouse: one `spark-submit` of `jobs/maintain.py` that
 * **State topics**: `topics` (default: every state table in the warehouse).
 * **Dry run**: `dry_run: true` changes nothing and logs what VACUUM would delete and
   which state tables are at risk.
-* **Spark master**: the `spark_default` connection. Kafka and the warehouse come from
-  the `EVENTLAKE_*` settings of the worker.
+* **Spark master**: the `spark_default` connection.
+* **Kafka**: the `kafka_default` connection (type `kafka`) when it is defined, its
+  password given to the job only in spark-submit's environment; otherwise the
+  `EVENTLAKE_*` settings of the worker, which also give the warehouse.
 """
 
 from __future__ import annotations

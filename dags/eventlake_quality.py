@@ -15,6 +15,8 @@ tables** (the assets `eventlake.events` and `eventlake.rejects`), and on demand.
   pass.
 * **Dry run**: `dry_run: true` logs the spark-submit command and checks nothing.
 * **Spark master**: the `spark_default` connection.
+* **Settings**: the `EVENTLAKE_*` settings of the worker. The check reads only the
+  tables: it gets no Kafka credentials (not even from the `kafka_default` connection).
 
 """
 
@@ -45,6 +47,7 @@ def eventlake_quality() -> None:
         name="eventlake-quality",
         # Results are recorded even when a check fails: a retry would pass on an empty slice.
         retries=0,
+        kafka_conn_id=None,  # reads only Delta tables: no Kafka credentials in its environment
     )
     orchestration.submit_unless_dry_run(CHECK_JOB, submit) >> check
 

@@ -15,6 +15,9 @@ holds and stopping. The Key Mapper puts the chosen attribute (by default the
 * **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
 * **Delivery**: at least once (Kafka producer); each route keeps its own checkpoint.
 * **Spark master**: the `spark_default` connection.
+* **Kafka**: the `kafka_default` connection (type `kafka`) when it is defined, its
+  password given to the job only in spark-submit's environment; otherwise the
+  `EVENTLAKE_*` settings of the worker, which also give the warehouse.
 """
 
 from __future__ import annotations

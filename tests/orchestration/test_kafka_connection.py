@@ -185,7 +185,9 @@ def test_plan_has_the_connections_servers_and_never_its_password(
     assert PASSWORD not in json.dumps(plan)
 
 
-def _run_capturing_env(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, str], Any]:
+def _run_capturing_env(
+    monkeypatch: pytest.MonkeyPatch, **operator_kwargs: Any
+) -> tuple[dict[str, str], Any]:
     """Execute a KafkaSparkSubmitOperator with SparkSubmitOperator.execute replaced by a
     recorder: the env_vars it would hand to spark-submit; and the operator."""
     seen: dict[str, str] = {}
@@ -195,7 +197,10 @@ def _run_capturing_env(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, str],
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", record)
     operator = KafkaSparkSubmitOperator(
-        task_id="ingest", application="job.py", env_vars={"EVENTLAKE_WAREHOUSE": "/w"}
+        task_id="ingest",
+        application="job.py",
+        env_vars={"EVENTLAKE_WAREHOUSE": "/w"},
+        **operator_kwargs,
     )
     operator.execute({})
     return seen, operator
@@ -221,6 +226,16 @@ def test_submit_without_the_connection_is_spark_submits_own(
     monkeypatch.delenv("AIRFLOW_CONN_KAFKA_DEFAULT", raising=False)
 
     seen, _ = _run_capturing_env(monkeypatch)
+
+    assert seen == {"EVENTLAKE_WAREHOUSE": "/w"}
+
+
+def test_submit_of_a_job_without_kafka_gets_no_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _define_connection(monkeypatch)
+
+    seen, _ = _run_capturing_env(monkeypatch, kafka_conn_id=None)
 
     assert seen == {"EVENTLAKE_WAREHOUSE": "/w"}
 

@@ -132,25 +132,30 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
     The password reaches the spark-submit process only through its environment
     (``EVENTLAKE_KAFKA_PASSWORD``): not its command line (other users see it in ``ps``),
     not its Spark conf (the driver's UI shows every property), not the task's fields
-    (rendered in the UI), and Airflow masks it in the task log.
+    (rendered in the UI), and Airflow masks it in the task log. ``kafka_conn_id=None``:
+    a job that does not use Kafka gets no credentials.
 
     Example:
         >>> KafkaSparkSubmitOperator(task_id="ingest", application="jobs/ingest_cloudevents.py")
     """
 
+    def __init__(self, *, kafka_conn_id: str | None = KAFKA_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kafka_conn_id = kafka_conn_id
+
     def execute(self, context: Any) -> None:
         """Run spark-submit with the connection's Kafka settings in its environment."""
-        kafka = read_kafka_connection(KAFKA_CONN_ID)
+        kafka = None if self.kafka_conn_id is None else read_kafka_connection(self.kafka_conn_id)
         if kafka is None:
             super().execute(context)
             return
         if kafka.password is not None:
             # Masked in anything this task logs, should a line ever echo it.
             mask_secret(kafka.password.get_secret_value())
-            _refuse_env_on_the_command_line(self._conn_id)
+            _refuse_env_on_the_command_line(self._conn_id, self.kafka_conn_id)
         self.log.info(
             "Kafka from connection %s: %s as %s",
-            KAFKA_CONN_ID,
+            self.kafka_conn_id,
             kafka.bootstrap_servers,
             kafka.options.get("sasl.username", "(no SASL user)"),
         )
@@ -163,7 +168,7 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
             self.env_vars = planned
 
 
-def _refuse_env_on_the_command_line(spark_conn_id: str) -> None:
+def _refuse_env_on_the_command_line(spark_conn_id: str, kafka_conn_id: str | None) -> None:
     """For YARN and Kubernetes masters, SparkSubmitHook turns ``env_vars`` into
     ``--conf spark.*Env.*`` arguments: a password there would be on the command line."""
     from airflow.sdk import BaseHook
@@ -171,7 +176,7 @@ def _refuse_env_on_the_command_line(spark_conn_id: str) -> None:
     master = (BaseHook.get_connection(spark_conn_id).host or "").lower()
     if master.startswith(("yarn", "k8s")):
         raise OrchestrationError(
-            f"The {KAFKA_CONN_ID} connection's password cannot reach a job on master "
+            f"The {kafka_conn_id} connection's password cannot reach a job on master "
             f"{master!r}: spark-submit would get it as a --conf argument. Give the driver "
             "its credentials another way (a Kubernetes secret, a YARN credential file)."
         )
