@@ -88,14 +88,20 @@ def latest_per_key(records: DataFrame) -> DataFrame:
     """
     keyed = records.where(F.col("kafka_key").isNotNull())
     # Which record wins is decided on four narrow columns (a cached batch is read for those
-    # alone); the whole rows are then picked by a semi-join on the record's coordinates.
-    # Aggregating the whole rows instead (max_by over a struct of every column) sorted
-    # and shuffled the entire batch.
-    last = F.max(F.struct("kafka_partition", "kafka_offset")).alias("last")
+    # alone), the whole rows are then picked by a semi-join on the record's coordinates.
+    # Aggregating whole rows (max_by over a struct of every column) sorted the batch. The
+    # two steps keep every aggregate buffer fixed-width, so Spark hashes instead of sorting:
+    # the last offset per (key, partition), then the one of the highest partition.
+    last_in_partition = keyed.groupBy("kafka_topic", "kafka_key", "kafka_partition").agg(
+        F.max("kafka_offset").alias("kafka_offset")
+    )
     winners = (
-        keyed.groupBy("kafka_topic", "kafka_key")
-        .agg(last)
-        .select("kafka_topic", "last.kafka_partition", "last.kafka_offset")
+        last_in_partition.groupBy("kafka_topic", "kafka_key")
+        .agg(
+            F.max("kafka_partition").alias("kafka_partition"),
+            F.max_by("kafka_offset", "kafka_partition").alias("kafka_offset"),
+        )
+        .drop("kafka_key")
         .localCheckpoint(eager=True)
     )
     if winners.count() <= BROADCAST_WINNERS_MAX:
