@@ -7,7 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from eventlake import state
+from eventlake.binding import EVENT_COLUMNS
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.ingest import run as ingest_run
 from eventlake.kafka import Record, create_topic, produce_all
@@ -173,3 +176,34 @@ def test_replayed_batch_does_not_merge_twice(
     _ingest(spark, warehouse_settings, topic)
     assert DeltaTable.forPath(spark, path).history().count() == versions_before
     assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+
+
+@pytest.mark.parametrize("broadcast", [True, False], ids=["winners-broadcast", "shuffled"])
+def test_latest_per_key_keeps_the_last_record_by_partition_then_offset(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, broadcast: bool
+) -> None:
+    if not broadcast:
+        monkeypatch.setattr(state, "BROADCAST_WINNERS_MAX", 0)
+    # (topic, key, partition, offset, id): key a's last record is in partition 1 (a higher
+    # partition wins over a higher offset), the same key on another topic is its own,
+    # keyless records are dropped.
+    rows = [
+        ("t", b"a", 0, 9, "a-p0-o9"),
+        ("t", b"a", 1, 2, "a-p1-o2"),
+        ("t", b"a", 1, 1, "a-p1-o1"),
+        ("t", b"b", 0, 3, "b-o3"),
+        ("t", b"b", 0, 5, "b-o5"),
+        ("u", b"a", 0, 1, "u-a"),
+        ("t", None, 0, 7, "keyless"),
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "kafka_topic string, kafka_key binary, kafka_partition int, kafka_offset long, id string",
+    )
+    others = [c for c in EVENT_COLUMNS if c not in frame.columns]
+    records = frame.select(
+        *frame.columns, *[F.lit(None).alias(c) for c in others], F.lit(False).alias("_tombstone")
+    )
+    latest = state.latest_per_key(records).collect()
+    assert sorted(r.id for r in latest) == ["a-p1-o2", "b-o5", "u-a"]
+    assert latest[0].asDict().keys() == {*EVENT_COLUMNS, "_tombstone"}

@@ -45,6 +45,9 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 #: Table property of a state table that may have missed tombstones (JSON: when it was
 #: found and the offsets), set by the compaction check and removed by reconcile only.
 COMPACTION_RISK_PROPERTY = "eventlake.compactionRisk"
+#: Up to this many keys in one batch, :func:`latest_per_key` sends the winning records'
+#: coordinates to every task (~50 bytes each); above, both sides are shuffled by key.
+BROADCAST_WINNERS_MAX = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -83,14 +86,29 @@ def latest_per_key(records: DataFrame) -> DataFrame:
     Example:
         >>> latest_per_key(applicable_records(decoded)).count()  # one row per key
     """
-    columns = [*EVENT_COLUMNS, "_tombstone"]
-    order = F.struct("kafka_partition", "kafka_offset")
-    return (
-        records.where(F.col("kafka_key").isNotNull())
-        .groupBy("kafka_topic", "kafka_key")
-        .agg(F.max_by(F.struct(*columns), order).alias("latest"))
-        .select("latest.*")
+    keyed = records.where(F.col("kafka_key").isNotNull())
+    # Which record wins is decided on four narrow columns (a cached batch is read for those
+    # alone), the whole rows are then picked by a semi-join on the record's coordinates.
+    # Aggregating whole rows (max_by over a struct of every column) sorted the batch. The
+    # two steps keep every aggregate buffer fixed-width, so Spark hashes instead of sorting:
+    # the last offset per (key, partition), then the one of the highest partition.
+    last_in_partition = keyed.groupBy("kafka_topic", "kafka_key", "kafka_partition").agg(
+        F.max("kafka_offset").alias("kafka_offset")
     )
+    winners = (
+        last_in_partition.groupBy("kafka_topic", "kafka_key")
+        .agg(
+            F.max("kafka_partition").alias("kafka_partition"),
+            F.max_by("kafka_offset", "kafka_partition").alias("kafka_offset"),
+        )
+        .drop("kafka_key")
+        .localCheckpoint(eager=True)
+    )
+    if winners.count() <= BROADCAST_WINNERS_MAX:
+        # The batch then stays where it is: no shuffle of its rows.
+        winners = F.broadcast(winners)
+    coordinates = ["kafka_topic", "kafka_partition", "kafka_offset"]
+    return keyed.join(winners, coordinates, "left_semi").select(*EVENT_COLUMNS, "_tombstone")
 
 
 def ensure_state_table(spark: SparkSession, settings: Settings, topic: str) -> str:
