@@ -33,6 +33,14 @@ from eventlake.local.settings import LocalSettings, load_local_settings
 from eventlake.spark import build_spark_session
 from tests import timing
 
+#: The processes that tests start (the CLI, spark-submit, Airflow) import this checkout's
+#: eventlake, whatever checkout the venv's editable install points at; pytest itself
+#: does so through ``pythonpath`` in pyproject.toml.
+CHECKOUT: Final = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(CHECKOUT / "lib"), str(CHECKOUT), os.environ.get("PYTHONPATH")])
+)
+
 #: The jobs that tests start as processes (CLI, spark-submit from the DAGs) are short:
 #: a JVM compiling with C1 only spends less of the two cores on JIT before it is done
 #: (an ingest process of 2,000 events: 27 s instead of 31 s). Same Spark, same results.

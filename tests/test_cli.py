@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from typer.main import get_group
+from typer.testing import CliRunner
 
 from eventlake.cli import COMMAND_ORDER, app
 
@@ -27,3 +30,20 @@ def test_runs_as_a_module() -> None:
     assert result.returncode == 0, result.stderr
     for command in ("start", "stop", "status"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["ingest", "--topic", "orders"], ["reconcile", "--topic", "orders"], ["maintain"]],
+    ids=["ingest", "reconcile", "maintain"],
+)
+def test_a_job_without_its_jars_is_refused_with_the_fix(
+    arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit 2 and one line saying to run `make jars`, not a traceback (exit 1)."""
+    monkeypatch.setenv("EVENTLAKE_JARS_DIR", str(tmp_path))
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2, result.output
+    assert "Spark jars missing" in result.output
+    assert "make jars" in result.output
+    assert "Traceback" not in result.output

@@ -69,12 +69,18 @@ from typing import Any, Final
 
 import psutil
 
+# This checkout's eventlake, here and in every job process (job_environment), whatever
+# checkout the venv's editable install points at: a benchmark must not time another copy.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+
 from eventlake.kafka import Record, create_topic, delete_topics, make_admin, make_producer
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from eventlake.settings import Settings
 
 HERE: Final = Path(__file__).resolve().parent
+CHECKOUT: Final = HERE.parents[1]
 RESULTS: Final = HERE.parents[1] / "results"
 #: Runs one job (every one but the reference) in its own process.
 JOB_SCRIPT: Final = HERE / "bench_job.py"
@@ -358,6 +364,8 @@ def job_environment(settings: Settings) -> dict[str, str]:
     """This process's environment with ``settings`` as ``EVENTLAKE_*`` variables: a job
     process loads the same settings (credentials stay off the command line)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
+    checkout = [str(CHECKOUT / "lib"), str(CHECKOUT), os.environ.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, checkout))
     for name, value in settings.model_dump(mode="json").items():
         variable = f"EVENTLAKE_{name.upper()}"
         env.pop(variable, None)

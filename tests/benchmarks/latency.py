@@ -56,7 +56,9 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+# This checkout's eventlake (tests.benchmarks.bench.job_environment does the same for jobs).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
 from eventlake.kafka import create_topic, delete_topics, make_producer
 from eventlake.local.broker import LocalBroker

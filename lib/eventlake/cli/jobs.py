@@ -112,10 +112,13 @@ def reconcile(
 ) -> None:
     """Make state/<topic> equal to the topic: read it in full, keep the latest record per
     key, upsert what differs and delete keys that no longer exist on the topic."""
+    from eventlake.spark import MissingJarsError
     from eventlake.state import reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    typer.echo(run_job(settings, "eventlake-reconcile", reconcile_state, topic).line())
+    with refused(MissingJarsError):
+        report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
+    typer.echo(report.line())
 
 
 @app.command()
@@ -152,6 +155,7 @@ def maintain(
     a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
     (the tables are still maintained)."""
     from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
+    from eventlake.spark import MissingJarsError
 
     with refused(MaintenanceError):
         request = MaintenanceRequest(
@@ -164,7 +168,8 @@ def maintain(
     # The request first: refused arguments exit 2 before the settings are read.
     settings = job_settings(bootstrap_servers, warehouse)
     each_step_printed = partial(run_maintenance, report=typer.echo)
-    summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
+    with refused(MissingJarsError):
+        summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)
