@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.kafka import Record, produce_all
+from eventlake.kafka import Record, produce_all, spark_kafka_options
 from eventlake.settings import Settings
 
 
@@ -82,3 +83,17 @@ def keyed_events(keys: list[str], *, tombstones: tuple[str, ...] = ()) -> list[R
         (key.encode(), None if key in tombstones else b"{}", binary_headers(f"{key}-{n}"))
         for n, key in enumerate(keys)
     ]
+
+
+def read_topic(spark: SparkSession, settings: Settings, topic: str) -> list[Any]:
+    """Every record of ``topic`` with its headers, as Spark's Kafka source reads it, in
+    (partition, offset) order."""
+    return (
+        spark.read.format("kafka")
+        .options(**spark_kafka_options(settings))
+        .option("subscribe", topic)
+        .option("includeHeaders", "true")
+        .load()
+        .orderBy("partition", "offset")
+        .collect()
+    )

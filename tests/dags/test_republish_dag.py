@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
+from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
-from tests.helpers import binary_headers
+from tests.helpers import binary_headers, read_topic
 
 DAG_ID = "eventlake_republish"
 DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "eventlake_republish.py"
@@ -38,17 +38,6 @@ def _events(count: int) -> list[Record]:
     ]
 
 
-def _read(spark: SparkSession, settings: Settings, topic: str) -> list[Any]:
-    return (
-        spark.read.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("subscribe", topic)
-        .option("includeHeaders", "true")
-        .load()
-        .collect()
-    )
-
-
 def test_run_rekeys_a_configured_route_by_partitionkey(
     broker: LocalBroker,
     spark: SparkSession,
@@ -65,7 +54,7 @@ def test_run_rekeys_a_configured_route_by_partitionkey(
     dag_run = dag.test()
 
     assert str(dag_run.state) == "success", task_states(dag_run)
-    rows = _read(spark, airflow_env, target)
+    rows = read_topic(spark, airflow_env, target)
     by_value = {bytes(row.value): row for row in rows}
     assert len(rows) == len(produced)
     for _, value, headers in produced:

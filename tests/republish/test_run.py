@@ -23,14 +23,14 @@ from cloudevents.core.formats.json import JSONFormat
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
+from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import run as run_module
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish
 from eventlake.settings import Settings
 from eventlake.tables import state_path
-from tests.helpers import read_table
+from tests.helpers import read_table, read_topic
 from tests.republish.corpus import SDK_EVENTS, SOURCE_RECORDS, Headers, ce_headers
 from tests.test_partitioner import java_partition
 
@@ -76,18 +76,6 @@ class Source:
 
 def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
-
-
-def read_topic(spark: SparkSession, settings: Settings, topic: str) -> list[Any]:
-    return (
-        spark.read.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("subscribe", topic)
-        .option("includeHeaders", "true")
-        .load()
-        .orderBy("partition", "offset")
-        .collect()
-    )
 
 
 def _headers(row: Any) -> Headers:
