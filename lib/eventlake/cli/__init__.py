@@ -32,7 +32,7 @@ from eventlake.cli.common import app
 __all__ = ["app", "cluster", "jobs", "local", "main", "reports"]
 
 #: The order ``eventlake --help`` lists the commands in, whichever module holds them
-#: (the groups, broker and airflow, come after them).
+#: (the groups, cluster, broker and airflow, come after them).
 COMMAND_ORDER: Final = (
     "ingest",
     "reconcile",
