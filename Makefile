@@ -96,7 +96,8 @@ test: setup lint test-jvm
 # The DAGs through Airflow's REST API on a local cluster the tests start and stop (its
 # own folder and free ports; the master on EVENTLAKE_SPARK_MASTER_PORT, 7077 unless
 # set): executors on both workers, tables equal to a local-mode run, a worker killed
-# during an ingest. Figures in results/cluster-run.json. About 10 minutes; not in `make test`.
+# during an ingest. Figures in results/cluster-run.json. 6-8 minutes on 2 cores; not in
+# `make test`, which it would push past its 25-minute budget.
 test-cluster: setup
 	$(VENV)/bin/pytest -m cluster -s tests/cluster
 

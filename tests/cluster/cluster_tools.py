@@ -72,14 +72,15 @@ def executor_jars(cluster: LocalCluster, app_id: str) -> dict[str, set[str]]:
 
 
 def worker_processes(worker_pid: int) -> list[int]:
-    """The worker's process and its children (the executors it launched)."""
+    """The worker's process and its live children (the executors it launched; not the
+    zombie that spark-class's launcher leaves behind)."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(") ", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == worker_pid:  # the parent pid
+        if int(fields[1]) == worker_pid and fields[0] != "Z":  # parent pid, state
             children.append(int(stat.parent.name))
     return [worker_pid, *sorted(children)]
 

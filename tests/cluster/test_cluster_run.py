@@ -294,7 +294,7 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
         "max_offsets_per_trigger": MAX_OFFSETS_PER_TRIGGER,
         "app_id": app["id"],
         "executors_before_kill": executors_before_kill,
-        "killed": {"worker": worker_name(1), "pids (worker, executors)": killed},
+        "killed": {"worker": worker_name(1), "pids (worker, its executors)": killed},
         "killed_after_seconds": round(killed_at, 1),
         "events_commits_before_kill": commits_at_kill,
         "events_commits_after_kill": commits_after_kill,
