@@ -16,7 +16,7 @@ from eventlake.cli import COMMAND_ORDER, app
 
 def test_every_command_is_registered_in_order() -> None:
     """The commands live in several modules; ``eventlake --help`` lists them as before."""
-    assert list(get_group(app).commands) == [*COMMAND_ORDER, "broker", "airflow"]
+    assert list(get_group(app).commands) == [*COMMAND_ORDER, "cluster", "broker", "airflow"]
 
 
 def test_runs_as_a_module() -> None:

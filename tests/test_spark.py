@@ -1,5 +1,6 @@
 """The shared SparkSession has Delta working: create, MERGE, time travel; its conf."""
 
+import sys
 from pathlib import Path
 
 import deltalake
@@ -10,7 +11,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.settings import Settings
-from eventlake.spark import MissingJarsError, session_conf, spark_conf, spark_jars
+from eventlake.spark import (
+    MissingJarsError,
+    driver_on_loopback,
+    is_cluster_master,
+    session_conf,
+    spark_conf,
+    spark_jars,
+)
 
 
 def test_delta_create_merge_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
@@ -63,6 +71,59 @@ def test_jobs_run_without_a_ui_unless_a_ui_port_is_set(settings: Settings) -> No
     assert spark_conf(settings, ui=True)["spark.ui.enabled"] == "true"
     conf = spark_conf(with_port)
     assert (conf["spark.ui.enabled"], conf["spark.ui.port"]) == ("true", "4050")
+
+
+def test_a_local_master_keeps_the_driver_on_the_loopback_and_has_no_executor_conf(
+    settings: Settings,
+) -> None:
+    conf = spark_conf(settings.model_copy(update={"spark_master": "local[2]"}))
+    assert (conf["spark.driver.host"], conf["spark.driver.bindAddress"]) == ("127.0.0.1",) * 2
+    assert not {key for key in conf if key.startswith(("spark.executor.", "spark.cores."))}
+
+
+def test_a_standalone_master_sizes_its_executors_and_gives_them_the_drivers_python(
+    settings: Settings,
+) -> None:
+    on_cluster = settings.model_copy(
+        update={
+            "spark_master": "spark://127.0.0.1:7077",
+            "executor_memory": "768m",
+            "executor_cores": 1,
+            "cores_max": 2,
+        }
+    )
+
+    conf = spark_conf(on_cluster)
+
+    assert conf["spark.executor.memory"] == "768m"
+    assert conf["spark.executor.cores"] == "1"
+    assert conf["spark.cores.max"] == "2"
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert conf["spark.driver.host"] == "127.0.0.1"  # its workers are on this machine
+    # The jars go by path, the same as in local mode: nothing to resolve or download.
+    assert conf["spark.jars"] == ",".join(str(jar) for jar in spark_jars(settings))
+    assert not {key for key in conf if key.startswith("spark.jars.")}
+
+
+def test_a_remote_master_leaves_the_driver_address_to_spark(settings: Settings) -> None:
+    conf = spark_conf(settings.model_copy(update={"spark_master": "spark://spark-master:7077"}))
+    assert "spark.driver.host" not in conf and "spark.driver.bindAddress" not in conf
+    assert "spark.cores.max" not in conf  # unset: the application takes every free core
+    assert conf["spark.executor.cores"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("master", "cluster", "loopback"),
+    [
+        ("local[*]", False, True),
+        ("spark://127.0.0.1:7077", True, True),
+        ("spark://localhost:7077,127.0.0.1:7078", True, True),
+        ("spark://127.0.0.1:7077,spark-master:7077", True, False),
+        ("yarn", False, False),
+    ],
+)
+def test_masters_are_told_apart(master: str, cluster: bool, loopback: bool) -> None:
+    assert (is_cluster_master(master), driver_on_loopback(master)) == (cluster, loopback)
 
 
 #: Spark's timestamp range, as microseconds since the epoch: the first and last

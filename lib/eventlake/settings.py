@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
@@ -80,6 +80,19 @@ class Settings(BaseSettings):
         description="Port of the Spark UI of a job's driver (0: any free port). Unset: jobs "
         "run without a UI (one less server per driver on a small machine).",
     )
+    # Read only on a cluster (a spark:// master); a local master runs in the driver.
+    executor_memory: str = Field(
+        default="1g", description="spark.executor.memory on a spark:// master."
+    )
+    executor_cores: int = Field(
+        default=1, ge=1, description="spark.executor.cores on a spark:// master."
+    )
+    cores_max: int | None = Field(
+        default=None,
+        ge=1,
+        description="spark.cores.max on a spark:// master (unset: every free core, one "
+        "executor per executor_cores).",
+    )
     jars_dir: Path = Field(
         default=PROJECT_ROOT / "infra" / "jars" / "spark",
         description="Folder holding the Kafka connector and Delta jars (make jars).",
@@ -128,6 +141,13 @@ class Settings(BaseSettings):
         '{"defaults": {"max_rejects_rate": 0.01}, "topics": {"orders": {"keyed": true, '
         '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )
+
+    @field_validator("warehouse")
+    @classmethod
+    def _absolute_warehouse(cls, warehouse: Path) -> Path:
+        # Executors on a cluster run in their worker's work dir: a relative path would
+        # name another folder there than in the driver.
+        return warehouse.absolute()
 
     @property
     def checkpoints(self) -> Path:

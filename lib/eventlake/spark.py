@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,10 @@ SQL_EXTENSIONS = (
     "io.delta.sql.DeltaSparkSessionExtension",
     "io.eventlake.cloudevents.EventlakeExtensions",
 )
+
+
+#: Host names of this machine's loopback interface.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 class MissingJarsError(RuntimeError):
@@ -60,13 +65,69 @@ def spark_jars(settings: Settings) -> list[Path]:
     return jars
 
 
+def is_cluster_master(master: str) -> bool:
+    """True for a Spark standalone master (``spark://host:port``), whose executors run in
+    workers' JVMs rather than in the driver.
+
+    Example:
+        >>> is_cluster_master("spark://127.0.0.1:7077"), is_cluster_master("local[2]")
+        (True, False)
+    """
+    return master.startswith("spark://")
+
+
+def driver_on_loopback(master: str) -> bool:
+    """True when the driver only ever talks to this machine: a local master, or a
+    standalone master on the loopback (every worker of it is then local too).
+
+    Example:
+        >>> driver_on_loopback("spark://127.0.0.1:7077"), driver_on_loopback("spark://m:7077")
+        (True, False)
+    """
+    if master.startswith("local"):
+        return True
+    if not is_cluster_master(master):
+        return False
+    hosts = [address.rsplit(":", 1)[0] for address in master.removeprefix("spark://").split(",")]
+    return all(host in LOOPBACK_HOSTS for host in hosts)
+
+
+def cluster_conf(settings: Settings) -> dict[str, str]:
+    """What a job on a standalone cluster needs besides :func:`spark_conf`'s common part:
+    executor size and count, and the Python and logging of the executors.
+
+    Jars need nothing here: ``spark.jars`` holds local paths, which the driver serves to
+    every executor (fetched from the driver into the executor's work dir, never from a
+    repository: no ``spark.jars.packages``).
+
+    Example:
+        >>> cluster_conf(load_settings(executor_cores=1))["spark.executor.cores"]
+        '1'
+    """
+    conf = {
+        "spark.executor.memory": settings.executor_memory,
+        "spark.executor.cores": str(settings.executor_cores),
+        # Python workers on executors (none today: no Python UDF in the data path) would
+        # run the driver's interpreter, whose packages match the driver's.
+        "spark.pyspark.python": sys.executable,
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile={settings.log_config}",
+    }
+    if settings.cores_max is not None:
+        conf["spark.cores.max"] = str(settings.cores_max)
+    return conf
+
+
 def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
     """The Spark configuration eventlake runs with, also used to build spark-submit calls.
 
-    The driver serves the Spark UI when ``ui`` is true (on Spark's default port) or
-    ``settings.spark_ui_port`` is set (on that port).
+    Keyed off ``settings.spark_master``: a cluster master adds :func:`cluster_conf`; a
+    master on the loopback keeps the driver's ports there. The driver serves the Spark UI
+    when ``ui`` is true (on Spark's default port) or ``settings.spark_ui_port`` is set (on
+    that port).
 
     Example:
+        >>> spark_conf(load_settings(spark_master="local[2]"))["spark.driver.host"]
+        '127.0.0.1'
         >>> spark_conf(load_settings(spark_ui_port=4050))["spark.ui.port"]
         '4050'
     """
@@ -98,10 +159,13 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
     }
     if settings.spark_ui_port is not None:
         conf["spark.ui.port"] = str(settings.spark_ui_port)
-    if settings.spark_master.startswith("local"):
-        # A local driver serves only this machine: keep its ports on the loopback.
+    if driver_on_loopback(settings.spark_master):
+        # A driver that serves only this machine (its executors too) keeps its ports on
+        # the loopback, and tells the executors to reach it there.
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if is_cluster_master(settings.spark_master):
+        conf.update(cluster_conf(settings))
     return conf
 
 
@@ -115,13 +179,17 @@ def build_spark_session(
     """
     from pyspark import SparkConf
 
-    if settings.spark_master.startswith("local"):
+    builder = SparkSession.builder.appName(app_name)
+    submitted = SparkConf()
+    if submitted.contains("spark.master"):
+        # Under spark-submit, --master (e.g. from Airflow's spark_default connection)
+        # wins, and the conf follows the master the job really runs on.
+        settings = settings.model_copy(update={"spark_master": submitted.get("spark.master")})
+    else:
+        builder = builder.master(settings.spark_master)
+    if driver_on_loopback(settings.spark_master):
         # Read by the JVM at start-up, before any Spark conf applies.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(app_name)
-    # Under spark-submit, --master (e.g. from Airflow's spark_default connection) wins.
-    if not SparkConf().contains("spark.master"):
-        builder = builder.master(settings.spark_master)
     for key, value in spark_conf(settings, ui=ui).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -6,8 +6,18 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from eventlake.local import processes
-from eventlake.local.airflow import PIDS_FILE, stop_local_airflow
+from eventlake.local.airflow import (
+    ALL_COMPONENTS,
+    COMPONENTS,
+    PIDS_FILE,
+    LocalAirflow,
+    airflow_environment,
+    stop_local_airflow,
+)
+from eventlake.settings import load_settings
 
 
 def test_stop_local_airflow_ends_the_recorded_process_groups(tmp_path: Path) -> None:
@@ -28,3 +38,30 @@ def test_stop_local_airflow_ends_the_recorded_process_groups(tmp_path: Path) -> 
 
 def test_stop_local_airflow_says_when_none_was_running(tmp_path: Path) -> None:
     assert not stop_local_airflow(tmp_path)
+
+
+def test_the_default_database_is_sqlite_in_the_home(tmp_path: Path) -> None:
+    env = airflow_environment(tmp_path, 18080, load_settings())
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{tmp_path / 'airflow.db'}"
+
+
+def test_a_database_url_and_the_master_reach_every_component(tmp_path: Path) -> None:
+    url = "postgresql+psycopg2://airflow:pw@127.0.0.1:15433/airflow"
+    settings = load_settings(spark_master="spark://127.0.0.1:7077", executor_memory="768m")
+
+    env = airflow_environment(tmp_path, 18080, settings, database_url=url)
+
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == url
+    # spark_default and the settings the plan task reads name the same master.
+    assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["host"] == "spark://127.0.0.1:7077"
+    assert env["EVENTLAKE_SPARK_MASTER"] == "spark://127.0.0.1:7077"
+    assert env["EVENTLAKE_EXECUTOR_MEMORY"] == "768m"
+
+
+def test_components_default_to_the_demos_and_may_add_the_triggerer(tmp_path: Path) -> None:
+    settings = load_settings()
+    assert LocalAirflow.create(settings, home=tmp_path, port=18080).components == COMPONENTS
+    every = LocalAirflow.create(settings, home=tmp_path, port=18080, components=ALL_COMPONENTS)
+    assert "triggerer" in every.components
+    with pytest.raises(ValueError, match="api-server"):
+        LocalAirflow.create(settings, home=tmp_path, port=18080, components=("scheduler",))

@@ -73,3 +73,46 @@ def test_job_settings_carry_no_local_field(monkeypatch: pytest.MonkeyPatch) -> N
     assert not set(LOCAL_FIELDS) & set(Settings.model_fields)
     assert not hasattr(settings, "broker_port")
     assert isinstance(load_local_settings(), Settings)
+
+
+def test_cluster_fields_have_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = {
+        "CLUSTER_DIR": "/tmp/el-cluster",
+        "SPARK_MASTER_PORT": "17077",
+        "SPARK_MASTER_UI_PORT": "18081",
+        "SPARK_WORKERS": "3",
+        "SPARK_WORKER_UI_PORT": "18082",
+        "SPARK_WORKER_CORES": "2",
+        "SPARK_WORKER_MEMORY": "3g",
+        "POSTGRES_PORT": "15433",
+        "POSTGRES_BIN_DIR": "/opt/pg/bin",
+        "CLUSTER_AIRFLOW_PORT": "18088",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(f"EVENTLAKE_{name}", value)
+    local = load_local_settings()
+    assert local.cluster_dir == Path("/tmp/el-cluster")
+    assert (local.spark_master_port, local.spark_master_ui_port) == (17077, 18081)
+    assert (local.spark_workers, local.spark_worker_ui_port) == (3, 18082)
+    assert (local.spark_worker_cores, local.spark_worker_memory) == (2, "3g")
+    assert (local.postgres_port, local.postgres_bin_dir) == (15433, Path("/opt/pg/bin"))
+    assert local.cluster_airflow_port == 18088
+
+
+def test_cluster_defaults_keep_off_the_demos_ports() -> None:
+    local = LocalSettings()
+    assert local.cluster_dir == PROJECT_ROOT / "var" / "cluster"
+    assert local.spark_master_port == 7077
+    fixed = [
+        local.broker_port,
+        local.controller_port,
+        local.airflow_port,
+        local.spark_master_port,
+        local.spark_master_ui_port,
+        local.spark_worker_ui_port,
+        local.spark_worker_ui_port + 1,
+        local.postgres_port,
+        local.cluster_airflow_port,
+    ]
+    assert len(set(fixed)) == len(fixed)
+    assert local.postgres_port != 5432  # a system PostgreSQL may hold the default

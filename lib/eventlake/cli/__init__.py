@@ -1,11 +1,11 @@
 """The ``eventlake`` command line: broker, ingest, status, query, samples, republish, check,
-maintain, demo.
+maintain, demo, cluster.
 
 Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
 The commands live by concern: ``jobs`` (ingest, reconcile, maintain, republish,
-check), ``reports`` (compaction-check, status, query) and ``local`` (broker, airflow,
-samples, demo); importing them here registers them on :data:`app`, and ``common``
-holds what they share.
+check), ``reports`` (compaction-check, status, query), ``local`` (broker, airflow,
+samples, demo) and ``cluster`` (the local cluster); importing them here registers them
+on :data:`app`, and ``common`` holds what they share.
 
 Not here: what the commands do. Each parses its options, builds the library's request
 and calls the library (:mod:`eventlake.ingest`, :mod:`eventlake.republish`, ...); the
@@ -26,13 +26,13 @@ from typing import Final
 from typer.main import get_command_name
 from typer.models import CommandInfo
 
-from eventlake.cli import jobs, local, reports
+from eventlake.cli import cluster, jobs, local, reports
 from eventlake.cli.common import app
 
-__all__ = ["app", "jobs", "local", "main", "reports"]
+__all__ = ["app", "cluster", "jobs", "local", "main", "reports"]
 
 #: The order ``eventlake --help`` lists the commands in, whichever module holds them
-#: (the groups, broker and airflow, come after them).
+#: (the groups, cluster, broker and airflow, come after them).
 COMMAND_ORDER: Final = (
     "ingest",
     "reconcile",

@@ -4,7 +4,10 @@
   the local broker's and Airflow's ports, folders and heap (same ``EVENTLAKE_*`` names);
 * ``broker``: a real single-node Kafka broker (KRaft) run from the project's jars;
 * ``airflow``: a local Airflow 3 on the project's DAGs (api-server, scheduler,
-  dag-processor on SQLite);
+  dag-processor on SQLite; or, for the cluster, with the triggerer on PostgreSQL);
+* ``spark_standalone``, ``postgres``, ``cluster``: the local cluster, the platform as
+  separate processes (Spark standalone master and workers, PostgreSQL, Airflow, broker)
+  that ``eventlake cluster start|stop|status`` runs;
 * ``processes``: whether a pid (or process group) runs, and SIGTERM-then-SIGKILL stops;
 * ``samples``: a realistic sample stream of CloudEvents;
 * ``demo``: ``make demo``, the whole platform driven through Airflow.

@@ -2,7 +2,9 @@
 
 ``airflow api-server``, ``airflow scheduler`` (LocalExecutor) and ``airflow
 dag-processor`` run from the venv with a SQLite metadata database in one folder (what
-``airflow standalone`` does, minus the triggerer: no task here defers). The API server
+``airflow standalone`` does, minus the triggerer: no task here defers). The local
+cluster (:mod:`eventlake.local.cluster`) passes a PostgreSQL ``database_url`` and adds
+the triggerer (``components``). The API server
 binds to 127.0.0.1; SimpleAuthManager with every user admin, so the UI needs no login:
 a local demo, not a deployment (docker-compose is that). The components' pids are kept
 in ``<home>/pids.json`` so that another process (``eventlake airflow stop``) can stop them.
@@ -22,7 +24,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,11 +35,15 @@ from typing import Any, Final
 import httpx
 
 from eventlake.local import processes
+from eventlake.local.processes import free_port as free_port  # re-exported for the tests
 from eventlake.settings import PROJECT_ROOT, Settings
 
 DAGS_FOLDER: Final = PROJECT_ROOT / "dags"
 AIRFLOW_BIN: Final = Path(sys.executable).parent / "airflow"
+#: The components of the default deployment (the demo's and the tests').
 COMPONENTS: Final = ("api-server", "scheduler", "dag-processor")
+#: Every component there is; the local cluster runs them all.
+ALL_COMPONENTS: Final = ("api-server", "scheduler", "dag-processor", "triggerer")
 START_TIMEOUT: Final = 240.0
 PIDS_FILE: Final = "pids.json"
 #: Run states after which a DAG run changes no more.
@@ -49,19 +54,19 @@ class LocalAirflowError(RuntimeError):
     """A component did not start, died, or a run did not finish; the message has the log."""
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def airflow_environment(
-    home: Path, port: int, settings: Settings, extra: Mapping[str, str] | None = None
+    home: Path,
+    port: int,
+    settings: Settings,
+    extra: Mapping[str, str] | None = None,
+    *,
+    database_url: str | None = None,
 ) -> dict[str, str]:
-    """Environment of every component: a private home and SQLite DB, the project's DAGs,
+    """Environment of every component: a private home and metadata DB (SQLite in the
+    home unless ``database_url`` names another, e.g. PostgreSQL), the project's DAGs,
     LocalExecutor, the API on 127.0.0.1:<port>, fresh JWT/secret keys, spark_default on
-    the settings' master, and the eventlake settings the workers pass to their jobs.
+    the settings' master, and the eventlake settings the workers pass to their jobs
+    (the same master, so that the planned Spark conf fits it).
 
     Scheduled runs are off (``use_job_schedule = False``): only triggered runs happen,
     so unpausing a DAG starts nothing on its own.
@@ -76,7 +81,8 @@ def airflow_environment(
     env.update(
         {
             "AIRFLOW_HOME": str(home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database_url
+            or f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
@@ -102,9 +108,14 @@ def airflow_environment(
             "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
             "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
             "EVENTLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
+            "EVENTLAKE_SPARK_MASTER": settings.spark_master,
+            "EVENTLAKE_EXECUTOR_MEMORY": settings.executor_memory,
+            "EVENTLAKE_EXECUTOR_CORES": str(settings.executor_cores),
             "PATH": f"{AIRFLOW_BIN.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
     )
+    if settings.cores_max is not None:
+        env["EVENTLAKE_CORES_MAX"] = str(settings.cores_max)
     env.update(extra or {})
     return env
 
@@ -117,6 +128,7 @@ class LocalAirflow:
     home: Path
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    components: tuple[str, ...] = COMPONENTS
     _token: str | None = None
 
     @classmethod
@@ -127,11 +139,23 @@ class LocalAirflow:
         home: Path,
         port: int,
         extra_env: Mapping[str, str] | None = None,
+        database_url: str | None = None,
+        components: tuple[str, ...] = COMPONENTS,
     ) -> LocalAirflow:
-        """A deployment in ``home`` serving on 127.0.0.1:``port`` (not started yet)."""
+        """A deployment in ``home`` serving on 127.0.0.1:``port`` (not started yet), on
+        SQLite in ``home`` unless ``database_url`` names the metadata DB, running
+        ``components`` (of :data:`ALL_COMPONENTS`).
+
+        Example:
+            >>> LocalAirflow.create(settings, home=Path("var/af"), port=8080).components
+            ('api-server', 'scheduler', 'dag-processor')
+        """
+        unknown = set(components) - set(ALL_COMPONENTS)
+        if unknown or "api-server" not in components:
+            raise ValueError(f"components must include api-server, among {ALL_COMPONENTS}")
         home.mkdir(parents=True, exist_ok=True)
-        env = airflow_environment(home, port, settings, extra_env)
-        return cls(url=f"http://127.0.0.1:{port}", home=home, env=env)
+        env = airflow_environment(home, port, settings, extra_env, database_url=database_url)
+        return cls(url=f"http://127.0.0.1:{port}", home=home, env=env, components=components)
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         """The last lines of a component's stdout/stderr."""
@@ -229,10 +253,13 @@ class LocalAirflow:
         port = self.url.rsplit(":", 1)[1]
         commands = {
             "api-server": ["api-server", "--host", "127.0.0.1", "--port", port, "--workers", "1"],
-            "scheduler": ["scheduler"],
+            # Task logs are files in this home, which the api-server reads itself: no
+            # log server (it would listen on every interface, on fixed ports).
+            "scheduler": ["scheduler", "--skip-serve-logs"],
             "dag-processor": ["dag-processor"],
+            "triggerer": ["triggerer", "--skip-serve-logs"],
         }
-        for name in COMPONENTS:
+        for name in self.components:
             with (self.home / f"{name}.log").open("wb") as log:
                 self.processes[name] = subprocess.Popen(
                     [str(AIRFLOW_BIN), *commands[name]],

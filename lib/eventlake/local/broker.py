@@ -19,7 +19,6 @@ import base64
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -29,6 +28,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from eventlake.local import processes
+from eventlake.local.processes import port_in_use
 from eventlake.local.settings import LocalSettings
 
 
@@ -53,13 +53,6 @@ class BrokerStatus:
                 f"data in {self.data_dir}, log in {self.log_file}"
             )
         return f"broker not running (would listen on {self.bootstrap_servers})"
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """True when something accepts TCP connections on host:port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
 
 
 class LocalBroker:

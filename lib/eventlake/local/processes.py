@@ -18,8 +18,53 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
+import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    """What a status says of one process of the local platform: its pid when alive,
+    where it serves, whether it answers there, and a detail (workers alive, ...)."""
+
+    name: str
+    pid: int | None
+    address: str
+    answering: bool
+    detail: str = ""
+
+    @property
+    def running(self) -> bool:
+        """Alive and answering."""
+        return self.pid is not None and self.answering
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something accepts TCP connections on host:port.
+
+    Example:
+        >>> port_in_use(1)
+        False
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now.
+
+    Example:
+        >>> port_in_use(free_port())
+        False
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def alive(pid: int, *, group: bool = False) -> bool:
@@ -91,3 +136,39 @@ def stop(pids: Iterable[int], *, group: bool = False, timeout: float = 30.0) -> 
         send(pid, signal.SIGKILL)
     # A group whose members are zombies of other parents can answer for a while: bounded.
     wait_gone(running, group=group, timeout=10)
+
+
+def spawn(
+    command: list[str], *, log: Path, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a long-running process in its own session (so that stopping its group also
+    ends its children), stdout and stderr appended to ``log``, no stdin.
+
+    Example:
+        >>> sleeper = spawn(["sleep", "60"], log=Path("/tmp/sleep.log"))
+        >>> stop([sleeper.pid], group=True, timeout=5)
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            start_new_session=True,
+        )
+
+
+def log_tail(log: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log file, or ``(no log)``.
+
+    Example:
+        >>> log_tail(Path("/nonexistent.log"))
+        '(no log)'
+    """
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"

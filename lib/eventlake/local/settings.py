@@ -46,6 +46,37 @@ class LocalSettings(Settings):
     )
     airflow_port: int = Field(default=8080, description="Port of the local Airflow UI/API.")
     broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
+    # The local cluster (eventlake cluster start): Spark standalone, PostgreSQL, Airflow.
+    cluster_dir: Path = Field(
+        default=PROJECT_ROOT / "var" / "cluster",
+        description="Data, logs and pids of the local cluster (Spark standalone, "
+        "PostgreSQL, its Airflow).",
+    )
+    spark_master_port: int = Field(
+        default=7077, description="Port of the local Spark standalone master."
+    )
+    spark_master_ui_port: int = Field(
+        default=8081, description="Web UI (and /json/ status) port of the local Spark master."
+    )
+    spark_workers: int = Field(default=2, ge=1, description="Spark workers of the local cluster.")
+    spark_worker_ui_port: int = Field(
+        default=8082,
+        description="Web UI port of the first local Spark worker; worker n uses this + n - 1.",
+    )
+    spark_worker_cores: int = Field(default=1, ge=1, description="Cores each local worker offers.")
+    spark_worker_memory: str = Field(
+        default="2g", description="Memory each local worker offers to executors."
+    )
+    postgres_port: int = Field(
+        default=5433, description="Port of the local cluster's PostgreSQL (Airflow's database)."
+    )
+    postgres_bin_dir: Path | None = Field(
+        default=None,
+        description="Folder of initdb/pg_ctl; by default the newest /usr/lib/postgresql/*/bin.",
+    )
+    cluster_airflow_port: int = Field(
+        default=8088, description="Port of the local cluster's Airflow UI/API."
+    )
 
 
 def load_local_settings(**overrides: Any) -> LocalSettings:

@@ -1,0 +1,253 @@
+"""The local cluster: the project's platform as separate processes on 127.0.0.1.
+
+* the Kafka broker (:mod:`eventlake.local.broker`, the same one ``make demo`` uses);
+* PostgreSQL (:mod:`eventlake.local.postgres`), Airflow's metadata database;
+* a Spark standalone master and workers, each its own JVM
+  (:mod:`eventlake.local.spark_standalone`);
+* Airflow (:mod:`eventlake.local.airflow`): api-server, scheduler, dag-processor and
+  triggerer on that PostgreSQL, its ``spark_default`` connection on the master, so that
+  every DAG's spark-submit runs its executors on the workers.
+
+``eventlake cluster start`` starts what is not running (in that order), ``stop`` stops
+everything (the reverse order; SIGTERM, then SIGKILL), ``status`` says what runs. The
+ports are :class:`~eventlake.local.settings.LocalSettings` fields (``EVENTLAKE_*``), the
+data, logs and pids are under ``cluster_dir`` (the broker's under ``broker_dir``), so
+that another process can stop or query the cluster.
+
+Example:
+    >>> cluster = LocalCluster(load_local_settings())
+    >>> cluster.start()
+    >>> run_id = cluster.airflow_client().trigger("eventlake_ingest")
+    >>> cluster.stop()
+    ['airflow', 'spark', 'postgres', 'broker']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Final
+
+import httpx
+
+from eventlake.local import processes
+from eventlake.local.airflow import ALL_COMPONENTS, PIDS_FILE, LocalAirflow, stop_local_airflow
+from eventlake.local.broker import LocalBroker
+from eventlake.local.postgres import LocalPostgres
+from eventlake.local.processes import ComponentStatus, port_in_use
+from eventlake.local.settings import LocalSettings
+from eventlake.local.spark_standalone import SparkStandalone, master_url
+
+#: The parts of the cluster in start order; stop goes the other way.
+PARTS: Final = ("broker", "postgres", "spark", "airflow")
+
+
+class ClusterError(RuntimeError):
+    """A part of the cluster did not start; the message says which and where its log is."""
+
+
+class ClusterRefused(ClusterError):
+    """The cluster cannot start as configured (a port is taken); nothing was started."""
+
+
+def cluster_settings(settings: LocalSettings) -> LocalSettings:
+    """``settings`` with the local master as ``spark_master``: what the cluster's
+    Airflow workers plan their jobs with.
+
+    Example:
+        >>> cluster_settings(load_local_settings(spark_master_port=7077)).spark_master
+        'spark://127.0.0.1:7077'
+    """
+    return settings.model_copy(update={"spark_master": master_url(settings)})
+
+
+class LocalCluster:
+    """Start, stop and query the whole local cluster.
+
+    ``airflow_env`` adds to the Airflow workers' environment (the DAGs' settings,
+    ``EVENTLAKE_STATE_TOPICS``...); by default they get this process's ``EVENTLAKE_*``.
+    """
+
+    def __init__(
+        self, settings: LocalSettings, *, airflow_env: Mapping[str, str] | None = None
+    ) -> None:
+        self.settings = cluster_settings(settings)
+        self.broker = LocalBroker(self.settings)
+        self.postgres = LocalPostgres(self.settings)
+        self.spark = SparkStandalone(self.settings)
+        self.airflow_home = self.settings.cluster_dir / "airflow"
+        self.airflow_port = self.settings.cluster_airflow_port
+        self.airflow_env = dict(airflow_env or {})
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def airflow_pids(self) -> dict[str, int]:
+        """The Airflow components recorded in its home that are still alive."""
+        try:
+            recorded = json.loads((self.airflow_home / PIDS_FILE).read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return {
+            name: int(pid)
+            for name, pid in recorded.items()
+            if processes.alive(int(pid), group=True)
+        }
+
+    def airflow_client(self) -> LocalAirflow:
+        """A REST client of the cluster's Airflow (running, perhaps started elsewhere)."""
+        return LocalAirflow(
+            url=f"http://127.0.0.1:{self.airflow_port}", home=self.airflow_home, env={}
+        )
+
+    def airflow_health(self) -> dict[str, str] | None:
+        """Each Airflow component's health as its API reports it, or None."""
+        try:
+            response = httpx.get(
+                f"http://127.0.0.1:{self.airflow_port}/api/v2/monitor/health", timeout=5
+            )
+            if response.status_code != 200:
+                return None
+            return {
+                name: str(part.get("status"))
+                for name, part in response.json().items()
+                if isinstance(part, dict)
+            }
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def status(self) -> list[ComponentStatus]:
+        """One entry per process of the cluster, in start order."""
+        broker = self.broker.status()
+        statuses = [
+            ComponentStatus(
+                "broker",
+                broker.pid,
+                broker.bootstrap_servers,
+                broker.running and self.broker.answers_metadata(timeout=2.0),
+            ),
+            self.postgres.status(),
+            *self.spark.status(),
+        ]
+        pids = self.airflow_pids()
+        health = self.airflow_health() if pids else None
+        address = f"http://127.0.0.1:{self.airflow_port}"
+        for name in ALL_COMPONENTS:
+            key = name.replace("-", "_")
+            state = (health or {}).get(key, "healthy" if name == "api-server" else "unknown")
+            statuses.append(
+                ComponentStatus(
+                    f"airflow {name}",
+                    pids.get(name),
+                    address,
+                    health is not None and state == "healthy",
+                    state if health is not None else "",
+                )
+            )
+        return statuses
+
+    def running_parts(self) -> set[str]:
+        """The parts with at least one live process."""
+        running = set()
+        if self.broker.pid() is not None:
+            running.add("broker")
+        if self.postgres.pid() is not None:
+            running.add("postgres")
+        if self.spark.pids():
+            running.add("spark")
+        if self.airflow_pids():
+            running.add("airflow")
+        return running
+
+    def ports(self) -> dict[str, list[int]]:
+        """The fixed ports of each part, all on 127.0.0.1."""
+        return {
+            "broker": [self.settings.broker_port, self.settings.controller_port],
+            "postgres": [self.settings.postgres_port],
+            "spark": self.spark.ports(),
+            "airflow": [self.airflow_port],
+        }
+
+    # -- start and stop --------------------------------------------------------------------
+
+    def start(self, timeout: float = 240.0, say: Callable[[str], None] = print) -> None:
+        """Start every part that is not running, in order; wait until each answers.
+
+        Raises :class:`ClusterRefused` (nothing started) when a port of a part to start
+        is taken, :class:`ClusterError` when a part fails to start (the parts this call
+        started are stopped again).
+        """
+        running = self.running_parts()
+        taken = {
+            port: part
+            for part, ports in self.ports().items()
+            if part not in running
+            for port in ports
+            if port_in_use(port)
+        }
+        if taken:
+            listed = ", ".join(f"{port} ({part})" for port, part in sorted(taken.items()))
+            raise ClusterRefused(
+                f"Port(s) {listed} on 127.0.0.1 are taken by other processes. Stop them, or "
+                "pick other ports (EVENTLAKE_BROKER_PORT, EVENTLAKE_POSTGRES_PORT, "
+                "EVENTLAKE_SPARK_MASTER_PORT, EVENTLAKE_CLUSTER_AIRFLOW_PORT, ...)."
+            )
+        started: list[str] = []
+        try:
+            for part in PARTS:
+                if part in running:
+                    say(f"{part}: already running")
+                    continue
+                say(f"{part}: starting")
+                started.append(part)
+                self._start_part(part, timeout)
+        except Exception as error:
+            say(f"{part}: failed; stopping what this start started ({', '.join(started)})")
+            self._stop_parts(reversed(started))
+            raise ClusterError(f"{part} did not start: {error}") from error
+
+    def _start_part(self, part: str, timeout: float) -> None:
+        if part == "broker":
+            self.broker.start(timeout=timeout)
+        elif part == "postgres":
+            self.postgres.start(timeout=timeout)
+        elif part == "spark":
+            self.spark.start(timeout=timeout)
+        else:
+            airflow = LocalAirflow.create(
+                self.settings,
+                home=self.airflow_home,
+                port=self.airflow_port,
+                extra_env=self.airflow_env,
+                database_url=self.postgres.database_url(),
+                components=ALL_COMPONENTS,
+            )
+            try:
+                airflow.start()
+            except BaseException:
+                airflow.stop()
+                raise
+
+    def _stop_parts(self, parts: Iterable[str]) -> list[str]:
+        stopped = []
+        for part in parts:
+            if part == "airflow":
+                done = stop_local_airflow(self.airflow_home)
+            elif part == "spark":
+                done = self.spark.stop()
+            elif part == "postgres":
+                done = self.postgres.stop()
+            else:
+                done = self.broker.stop()
+            if done:
+                stopped.append(part)
+        return stopped
+
+    def stop(self) -> list[str]:
+        """Stop every part, the last started first; the parts that were running."""
+        return self._stop_parts(reversed(PARTS))
+
+    @property
+    def logs(self) -> Path:
+        """Where the parts' logs are (each in its own folder below)."""
+        return self.settings.cluster_dir
