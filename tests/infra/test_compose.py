@@ -9,14 +9,29 @@ A missing docker-compose binary is a failure, never a skip: `make setup` install
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
+import shlex
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from eventlake.local.airflow import ALL_COMPONENTS
+from eventlake.local.settings import load_local_settings
+from eventlake.local.spark_standalone import (
+    MASTER_CLASS,
+    WORKER_CLASS,
+    daemon_environment,
+    master_command,
+    worker_command,
+)
+from eventlake.orchestration.kafka_connection import KAFKA_CONN_ID
+from eventlake.orchestration.submit import SPARK_CONN_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -140,3 +155,64 @@ def test_the_opt_in_stream_service_stops_gracefully_and_restarts() -> None:
     assert stream["stop_signal"] == "SIGTERM"
     assert stream["restart"] == "unless-stopped"
     assert stream["profiles"] == ["stream"]  # opt-in: not in a plain `up`
+
+
+def _command(service: str) -> list[str]:
+    command = _resolved_services()[service]["command"]
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def _flags(command: list[str]) -> set[str]:
+    return {arg for arg in command if arg.startswith("--")}
+
+
+def test_the_spark_daemons_run_as_the_local_cluster_runs_them() -> None:
+    """docker-compose's master and worker are the processes `make test-cluster` exercises:
+    the same classes, flags and daemon settings (hosts and paths differ)."""
+    settings = load_local_settings()
+    services = _resolved_services()
+    daemon_env = daemon_environment({})
+
+    master, worker = _command("spark-master"), _command("spark-worker")
+
+    assert master[:2] == ["spark-class", MASTER_CLASS]
+    assert _flags(master) == _flags(master_command(settings))
+    assert worker[:2] == ["spark-class", WORKER_CLASS]
+    # Each container has its own host name and UI port; the worker's resources are given
+    # as the local cluster gives them.
+    assert {"--cores", "--memory", "--work-dir"} <= _flags(worker)
+    assert _flags(worker) <= _flags(worker_command(settings, 1, Path("/w")))
+    master_env = services["spark-master"]["environment"]
+    assert master_env["SPARK_MASTER_OPTS"] == daemon_env["SPARK_MASTER_OPTS"]
+    for name in ("spark-master", "spark-worker"):
+        env = services[name]["environment"]
+        assert env["SPARK_DAEMON_MEMORY"] == daemon_env["SPARK_DAEMON_MEMORY"]
+
+
+def test_airflow_runs_the_local_clusters_components_and_connections() -> None:
+    services = _resolved_services()
+    scheduler_env = services["airflow-scheduler"]["environment"]
+
+    for component in ALL_COMPONENTS:
+        assert _command(f"airflow-{component}") == ["airflow", component]
+    spark = json.loads(scheduler_env[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"])
+    kafka = json.loads(scheduler_env[f"AIRFLOW_CONN_{KAFKA_CONN_ID.upper()}"])
+    assert (spark["conn_type"], spark["host"], spark["port"]) == (
+        "spark",
+        "spark://spark-master",
+        7077,
+    )
+    assert kafka["conn_type"] == "kafka"
+    assert kafka["extra"]["bootstrap.servers"] == scheduler_env["EVENTLAKE_BOOTSTRAP_SERVERS"]
+    assert scheduler_env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    # The drivers (Airflow tasks) size the executors on the standalone cluster.
+    assert {"EVENTLAKE_EXECUTOR_MEMORY", "EVENTLAKE_EXECUTOR_CORES"} <= set(scheduler_env)
+
+
+def test_the_image_installs_the_postgres_drivers_from_the_project_pins() -> None:
+    """psycopg2 and asyncpg come with the package (pyproject.toml), not a second pin."""
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+
+    assert any(pin.startswith("psycopg2-binary==") for pin in pins)
+    assert any(pin.startswith("asyncpg==") for pin in pins)
+    assert "psycopg2-binary==" not in _dockerfile_text()
