@@ -20,6 +20,8 @@ from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.benchmarks.bench import (
     CEILING_B,
+    DECODE,
+    DECODE_CPU_GOAL,
     INGEST_MIXED,
     INGEST_STATE,
     JOBS,
@@ -92,7 +94,14 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
 
     # A line per target of the issue at this N, measured where both of its jobs ran.
     goals = document["goals"]
-    lines = [g for g in goals if g["n"] == N]
+    lines = [g for g in goals if g["n"] == N and g["kind"] != "cpu"]
+    cpu_lines = [g for g in goals if g["kind"] == "cpu"]
+    assert [g["job"] for g in cpu_lines] == ([DECODE] if DECODE in results else [])
+    for g in cpu_lines:
+        figures = {k: v[0] for k, v in results[DECODE]["cpu_figures"].items()}
+        assert g["value"] == figures["decode_cpu_us_per_record"]
+        assert figures["decode_pass_cpu_us_per_record"] > figures["scan_pass_cpu_us_per_record"]
+        assert g["status"] == ("PASS" if g["value"] <= DECODE_CPU_GOAL else "FAIL")
     assert [(g["kind"], g["job"], g["vs"]) for g in lines] == [
         ("ratio", job, vs) for job, vs, _ in RATIO_GOALS
     ] + [("startup", job, vs) for job, vs, _ in STARTUP_GOALS]
@@ -153,7 +162,7 @@ def test_bench_runs_every_job(
     results = _check_report(
         _run(broker, warehouse_settings, tmp_path, every), warehouse_settings, every
     )
-    assert {QUALITY, INGEST_STATE} <= set(results)
+    assert {QUALITY, INGEST_STATE, DECODE} <= set(results)
 
 
 def test_latency_bench_sees_every_record_land_and_stops_the_stream(

@@ -107,6 +107,7 @@ INGEST_STATE: Final = "ingest + state (keyed, 10% tombstones)"
 CEILING_C: Final = "ceiling C: Spark topic copy"
 REPUBLISH: Final = "republish partitionkey"
 SDK: Final = "python SDK per-record decode"
+DECODE: Final = "decode alone (cached frame, noop sink)"
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ JOBS: Final[dict[str, JobSpec]] = {
     CEILING_C: JobSpec("spark-copy"),
     REPUBLISH: JobSpec("republish", vs=CEILING_C),
     SDK: JobSpec("sdk", vs=INGEST_MIXED),
+    DECODE: JobSpec("decode"),
 }
 JOB_NAMES: Final = {spec.key: name for name, spec in JOBS.items()}
 #: Targets of the issue, whole processes: (job, compared with, lowest ratio of events/s).
@@ -147,6 +149,14 @@ RATIO_GOALS: Final = (
     (INGEST_MIXED, CEILING_B, 0.7),
     (REPUBLISH, CEILING_C, 0.6),
     (INGEST_STATE, INGEST_MIXED, 0.6),
+)
+#: Target of the decode job: most JVM CPU microseconds per record for the binding alone.
+DECODE_CPU_GOAL: Final = 5.0
+#: Figures of the decode job's JSON line (CPU microseconds per record), kept per run.
+CPU_FIGURES: Final = (
+    "decode_cpu_us_per_record",
+    "decode_pass_cpu_us_per_record",
+    "scan_pass_cpu_us_per_record",
 )
 #: Targets on the empty topic: (job, compared with, most seconds more than it takes).
 STARTUP_GOALS: Final = ((INGEST_MIXED, CEILING_B, 3.0),)
@@ -279,6 +289,8 @@ class Run:
     records: int | None
     peak_job_rss: int = 0
     peak_broker_rss: int = 0
+    #: The decode job's CPU figures (:data:`CPU_FIGURES`); empty for other jobs.
+    cpu_figures: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -301,6 +313,13 @@ class Measurement:
     bytes_total: int = 0
     peak_job_rss_mb: float = 0.0
     peak_broker_rss_mb: float = 0.0
+    #: The decode job's CPU figures, one list per name of :data:`CPU_FIGURES`.
+    cpu_figures: dict[str, list[float]] = field(default_factory=dict)
+
+    def cpu_figure(self, name: str) -> float | None:
+        """Median of one of the decode job's CPU figures; None for other jobs."""
+        values = self.cpu_figures.get(name)
+        return statistics.median(values) if values else None
 
     @property
     def median(self) -> float:
@@ -436,6 +455,7 @@ def run_process(
         records=None if records is None else int(records),
         peak_job_rss=peak.job,
         peak_broker_rss=peak.broker,
+        cpu_figures={k: float(result[k]) for k in CPU_FIGURES if k in result},
     )
 
 
@@ -585,6 +605,11 @@ def bench_jobs(
         checked(result, f"republish of {source}", expected(empty))
         return result, Leftovers(warehouses=[run_settings.warehouse], topics=[target])
 
+    def decode(empty: bool) -> tuple[Run, Leftovers]:
+        source = topic("mixed", empty)
+        run = run_process(job("decode", "--topic", source), settings, broker_pid)
+        return checked(run, f"decode of {source}", expected(empty)), Leftovers()
+
     def sdk(empty: bool) -> tuple[Run, Leftovers]:
         source, count = topic("mixed", empty), expected(empty, sdk_n)
         command = job("sdk-decode", "--topic", source, "--expected", str(count))
@@ -605,6 +630,7 @@ def bench_jobs(
         CEILING_C: (ceiling_c, n),
         REPUBLISH: (republish_mixed, n),
         SDK: (sdk, sdk_n),
+        DECODE: (decode, n),
     }
     assert list(runs) == list(JOBS)
     return [Job(name, *runs[name]) for name in JOBS if name in selected]
@@ -797,6 +823,8 @@ def measure_size(
                 result.seconds.append(run.seconds)
                 result.work_seconds.append(run.work_seconds)
                 result.records_out.append(run.records)
+                for name, value in run.cpu_figures.items():
+                    result.cpu_figures.setdefault(name, []).append(value)
                 result.peak_job_rss_mb = max(result.peak_job_rss_mb, run.peak_job_rss / 2**20)
                 result.peak_broker_rss_mb = max(
                     result.peak_broker_rss_mb, run.peak_broker_rss / 2**20
@@ -883,6 +911,22 @@ def evaluate_goals(measurements: list[Measurement]) -> list[dict[str, Any]]:
                     "status": _status(value, value is not None and value <= most),
                 }
             )
+        decode = by_key.get((DECODE, n))
+        if decode is not None:
+            value = decode.cpu_figure("decode_cpu_us_per_record")
+            goals.append(
+                {
+                    "goal": f"{DECODE}: JVM CPU microseconds per record, less the scan",
+                    "kind": "cpu",
+                    "job": DECODE,
+                    "vs": None,
+                    "n": n,
+                    "value": value,
+                    "steady_value": None,
+                    "target": f"<= {DECODE_CPU_GOAL:g}",
+                    "status": _status(value, value is not None and value <= DECODE_CPU_GOAL),
+                }
+            )
     large = sorted({m.topic_n for m in measurements if m.topic_n >= FLAT_MIN_N})
     for job in dict.fromkeys(m.job for m in measurements):
         sizes = [n for n in large if (job, n) in by_key]
@@ -946,6 +990,23 @@ def markdown_report(
         "than the vs job. The plain PySpark job is the reference: what users would write "
         "without validation (tests/benchmarks/plain_pyspark_ingest.py).",
         "",
+    ]
+    for r in rows:
+        figures = {
+            name: statistics.median(values) for name, values in r["cpu_figures"].items() if values
+        }
+        if figures:
+            lines += [
+                f"{r['job']}, N={r['topic_n']:,}: the JVM's CPU (user + system, every thread) "
+                f"per record of a pass that decodes the cached topic into the noop sink "
+                f"{_number(figures.get('decode_pass_cpu_us_per_record'), '.2f')} µs, of a pass "
+                f"that only scans it {_number(figures.get('scan_pass_cpu_us_per_record'), '.2f')}"
+                f" µs; decode alone (the difference) "
+                f"{_number(figures.get('decode_cpu_us_per_record'), '.2f')} µs; medians of "
+                "3 passes after a warm-up pass, medians over the repeats.",
+                "",
+            ]
+    lines += [
         "## Targets",
         "",
         "| target | N | whole processes | steady state | target | result |",

@@ -13,7 +13,7 @@ only.
 
 Jobs: ``librdkafka-read`` and ``sdk-decode`` (``--expected`` records), ``spark-count``,
 ``ingest``, ``quality`` (the warehouse's events table), ``spark-copy`` and ``republish``
-(``--target`` topic). The reference job users would write instead of ingest is
+(``--target`` topic), ``decode`` (the binding alone over a cached frame, CPU per record). The reference job users would write instead of ingest is
 ``plain_pyspark_ingest.py`` beside this file.
 """
 
@@ -158,6 +158,65 @@ def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
     return summary.events
 
 
+def _jvm_cpu_seconds() -> float:
+    """CPU seconds (user + system, every thread: tasks, JIT, GC) of this process's JVMs."""
+    import psutil
+
+    jvms = [p for p in psutil.Process().children(recursive=True) if "java" in p.name()]
+    return sum(sum(p.cpu_times()[:2]) for p in jvms)
+
+
+def decode(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
+    """Decode alone: the topic held in Spark's cache, then the binding applied to it into
+    the noop sink; CPU per record of the JVM, less a pass that only scans the cache.
+
+    Each pass runs ``DECODE_PASSES`` times after one warm-up pass (JIT); medians.
+    """
+    import statistics
+
+    from pyspark import StorageLevel
+
+    from eventlake.binding import decode_records
+    from eventlake.kafka import spark_kafka_options
+
+    cached = (
+        spark.read.format("kafka")
+        .options(**spark_kafka_options(settings))
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .persist(StorageLevel.MEMORY_ONLY)
+    )
+    records = cached.count()
+
+    def cpu_of(frame: Any) -> float:
+        before = _jvm_cpu_seconds()
+        frame.write.format("noop").mode("overwrite").save()
+        return _jvm_cpu_seconds() - before
+
+    scan = cached.select("value", "headers")
+    decoded = decode_records(cached)
+    cpu_of(scan)
+    cpu_of(decoded)
+    scans = [cpu_of(scan) for _ in range(DECODE_PASSES)]
+    decodes = [cpu_of(decoded) for _ in range(DECODE_PASSES)]
+    cached.unpersist()
+    per_record = 1e6 / max(records, 1)
+    scan_us = statistics.median(scans) * per_record
+    decode_us = statistics.median(decodes) * per_record
+    return {
+        "records": records,
+        "decode_cpu_us_per_record": round(decode_us - scan_us, 2),
+        "decode_pass_cpu_us_per_record": round(decode_us, 2),
+        "scan_pass_cpu_us_per_record": round(scan_us, 2),
+    }
+
+
+#: Timed passes of the decode job (after one warm-up pass of each).
+DECODE_PASSES = 3
+
+
 def quality(spark: SparkSession, settings: Settings, _args: argparse.Namespace) -> None:
     """Every data-quality check over the whole events table of the warehouse."""
     from eventlake.quality import CheckRequest, QualityConfig, TopicRules, run_checks
@@ -191,12 +250,15 @@ PYTHON_JOBS: dict[str, Callable[[Settings, argparse.Namespace], int | None]] = {
     "librdkafka-read": librdkafka_read,
     "sdk-decode": sdk_decode,
 }
-SPARK_JOBS: dict[str, Callable[[SparkSession, Settings, argparse.Namespace], int | None]] = {
+SPARK_JOBS: dict[
+    str, Callable[[SparkSession, Settings, argparse.Namespace], int | dict[str, Any] | None]
+] = {
     "spark-count": spark_count,
     "spark-copy": spark_copy,
     "ingest": ingest,
     "quality": quality,
     "republish": republish,
+    "decode": decode,
 }
 
 
@@ -210,16 +272,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     settings = load_settings()
-    records: int | None
+    outcome: int | dict[str, Any] | None
     if args.job in PYTHON_JOBS:
         started = time.perf_counter()
-        records = PYTHON_JOBS[args.job](settings, args)
+        outcome = PYTHON_JOBS[args.job](settings, args)
     else:
         spark = _spark(settings, f"bench-{args.job}")
         started = time.perf_counter()
-        records = SPARK_JOBS[args.job](spark, settings, args)
+        outcome = SPARK_JOBS[args.job](spark, settings, args)
     work_seconds = time.perf_counter() - started
-    print(json.dumps({"work_seconds": work_seconds, "records": records}), flush=True)
+    # A job returns the records it handled, or those with more figures of its own.
+    result = outcome if isinstance(outcome, dict) else {"records": outcome}
+    print(json.dumps({"work_seconds": work_seconds, **result}), flush=True)
 
 
 if __name__ == "__main__":
