@@ -8,10 +8,12 @@ test_binding_conformance.py and test_hostile_corpus.py.)
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
 
 from eventlake.binding import (
     DECODER_FUNCTION,
@@ -21,7 +23,9 @@ from eventlake.binding import (
     to_events,
     to_rejects,
 )
+from eventlake.spark import session_conf
 from eventlake.tables import KAFKA_SOURCE_SCHEMA
+from tests.test_hostile_corpus import CORPUS
 
 VALID_HEADERS = [
     ("ce_specversion", b"1.0"),
@@ -71,3 +75,46 @@ def test_a_filter_on_the_reason_does_not_run_the_decoder_twice(spark: SparkSessi
     raw = spark.createDataFrame([], KAFKA_SOURCE_SCHEMA)
     plan = to_events(decode_records(raw))._jdf.queryExecution().executedPlan().toString()
     assert plan.count(f"{DECODER_FUNCTION}(") == 1
+
+
+def _decoded_rows(spark: SparkSession, rows: list[tuple[Any, ...]]) -> list[Row]:
+    decoded = decode_records(spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA))
+    # Times as microseconds: Python's datetime cannot hold the corpus's year-1 edge cases.
+    decoded = decoded.drop("ingested_at").withColumn("time", F.unix_micros("time"))
+    return sorted(decoded.collect(), key=lambda row: row["kafka_offset"])
+
+
+def test_generated_code_decodes_as_the_interpreted_path(spark: SparkSession) -> None:
+    # The decoder runs inside Spark's whole-stage generated code; with code generation
+    # off, Spark calls its interpreted eval instead. Both must land every record alike.
+    small = [case for case in CORPUS if len(case.value or b"") <= 64 * 1024]
+    rows = [
+        (
+            case.record_key,
+            case.value,
+            "t",
+            0,
+            offset,
+            datetime(2024, 1, 1),
+            0,
+            [
+                (k.decode("utf-8", "replace") if isinstance(k, bytes) else k, v)
+                for k, v in case.headers
+            ],
+        )
+        for offset, case in enumerate(small)
+    ]
+    raw = spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
+    plan = decode_records(raw)._jdf.queryExecution().executedPlan().toString()
+    stage_of_decoder = [line for line in plan.splitlines() if f"{DECODER_FUNCTION}(" in line]
+    assert stage_of_decoder and stage_of_decoder[0].lstrip(" +-:").startswith("*(")
+    generated = _decoded_rows(spark, rows)
+    interpreted_conf = {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    }
+    with session_conf(spark, interpreted_conf):
+        interpreted = _decoded_rows(spark, rows)
+    assert len(generated) == len(small) > 40
+    assert {row["reject_reason"] for row in generated} >= {None, RejectReason.MALFORMED_JSON}
+    assert generated == interpreted

@@ -6,9 +6,11 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
+import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
+import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode;
 import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
@@ -27,10 +29,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
  * internal values in and out, like spark-avro's {@code from_avro}.
  *
- * <p>Evaluation is interpreted ({@link CodegenFallback}): the work is one call into the
- * decoder per record, so generated code would add nothing but a branch.
+ * <p>The generated code evaluates both children in place and makes one call into the
+ * decoder per record ({@link #decode}), as spark-avro's {@code from_avro} does. Not being
+ * a {@code CodegenFallback} matters: Spark keeps an expression of that kind out of
+ * whole-stage code generation, and the projection around it then copied every record
+ * (its 1 KB of data included) into a row of its own between the Kafka scan and the next
+ * stage.
  */
-public final class CloudEventsFromKafka extends Expression implements CodegenFallback, java.io.Serializable {
+public final class CloudEventsFromKafka extends Expression implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
 
   public static final String NAME = "cloudevents_from_kafka";
@@ -120,8 +126,14 @@ public final class CloudEventsFromKafka extends Expression implements CodegenFal
 
   @Override
   public Object eval(InternalRow row) {
-    byte[] valueBytes = (byte[]) value.eval(row);
-    ArrayData headerArray = (ArrayData) headers.eval(row);
+    return decode((byte[]) value.eval(row), (ArrayData) headers.eval(row));
+  }
+
+  /**
+   * The binding applied to one record's value (null: none) and headers (null: none):
+   * the result row of {@link #RESULT_TYPE}. Called by {@link #eval} and by generated code.
+   */
+  public InternalRow decode(byte[] valueBytes, ArrayData headerArray) {
     int count = headerArray == null ? 0 : headerArray.numElements();
     String[] keys = new String[count];
     byte[][] values = new byte[count][];
@@ -164,7 +176,30 @@ public final class CloudEventsFromKafka extends Expression implements CodegenFal
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    return CodegenFallback.super.doGenCode(ctx, ev);
+    String self = ctx.addReferenceObj("cloudEventsFromKafka", this, getClass().getName());
+    ExprCode valueCode = value.genCode(ctx);
+    ExprCode headersCode = headers.genCode(ctx);
+    String code =
+        valueCode.code() + "\n" + headersCode.code() + "\n"
+            + "final " + InternalRow.class.getName() + " " + ev.value() + " = " + self
+            + ".decode(" + argument(value, valueCode, "byte[]") + ", "
+            + argument(headers, headersCode, ArrayData.class.getName()) + ");";
+    return ev.copy(
+        new CodeBlock(seq(java.util.List.of(code)), seq(java.util.List.<JavaCode>of())),
+        FalseLiteral$.MODULE$,
+        ev.value());
+  }
+
+  /** A child's generated value as the decoder's argument (null when it is null). */
+  private static String argument(Expression child, ExprCode code, String javaType) {
+    if (child.dataType().equals(DataTypes.NullType)) {
+      return "(" + javaType + ") null";
+    }
+    return "(" + code.isNull() + " ? null : " + code.value() + ")";
+  }
+
+  private static <T> scala.collection.immutable.Seq<T> seq(java.util.List<T> items) {
+    return scala.jdk.javaapi.CollectionConverters.asScala(items).toList();
   }
 
   @Override
