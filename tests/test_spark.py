@@ -1,5 +1,8 @@
 """The shared SparkSession has Delta working: create, MERGE, time travel; its conf."""
 
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,6 +64,31 @@ def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Sett
 
     assert options[-1] == "-XX:TieredStopAtLevel=1"
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+
+
+def test_the_default_driver_java_options_start_this_jvm() -> None:
+    # The tests give their job processes other options, so a flag this JDK refuses
+    # would otherwise first show in make demo or a user's job.
+    default = Settings.model_fields["driver_java_options"].default
+    java = shutil.which(
+        "java", path=os.pathsep.join([f"{os.environ.get('JAVA_HOME', '')}/bin", os.environ["PATH"]])
+    )
+    assert java is not None
+    started = subprocess.run(
+        [java, *default.split(), "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr
+    # Lines read "<type> <name> = <value> {<kind>} {<origin>}".
+    final = {
+        fields[1]: fields[3]
+        for fields in (line.split() for line in started.stdout.splitlines())
+        if len(fields) > 3 and fields[2] in ("=", ":=")
+    }
+    assert final["UseParallelGC"] == "true"
+    assert final["MaxInlineLevel"] == "5"
 
 
 def test_jobs_run_without_a_ui_unless_a_ui_port_is_set(settings: Settings) -> None:
