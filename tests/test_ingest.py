@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.batch_commits import VERSIONS_FILE, BatchCommits
+from eventlake.batch_commits import VERSIONS_FILE, BatchCommits, latest_version
 from eventlake.binding import RejectReason, decode_records, to_events
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, append_batch, run_ingest
@@ -191,7 +191,7 @@ def _append(
     version: int,
     records: DataFrame | None = None,
     *,
-    hold: bool = False,
+    locate: bool = False,
 ) -> BatchResult:
     """One run's first batch: a replay of ``version`` if a run before this one wrote it."""
     return append_batch(
@@ -201,7 +201,7 @@ def _append(
         version=version,
         events_path=str(settings.table_path(EVENTS)),
         rejects_path=str(settings.table_path(REJECTS)),
-        hold=hold,
+        locate=locate,
     )
 
 
@@ -248,17 +248,27 @@ def test_an_empty_batch_commits_nothing(spark: SparkSession, warehouse_settings:
     assert events.history().count() == before
 
 
-def test_a_held_batch_is_returned_cached_and_its_rejects_are_written_from_it(
+def test_a_located_batch_names_the_commits_that_hold_its_rows(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     ensure_tables(spark, warehouse_settings)
+    events, rejects = (str(warehouse_settings.table_path(t)) for t in (EVENTS, REJECTS))
 
-    result = _append(spark, warehouse_settings, 3, hold=True)
+    result = _append(spark, warehouse_settings, 3, locate=True)
 
-    assert result.held is not None
-    try:
-        assert result.held.storageLevel.useMemory
-        assert result.held.count() == 3
-    finally:
-        result.held.unpersist()
-    assert read_table(spark, warehouse_settings, "rejects").count() == 1
+    assert result.located == {
+        events: latest_version(spark, events),
+        rejects: latest_version(spark, rejects),
+    }
+
+
+def test_a_replayed_batch_is_located_in_the_commits_of_the_run_that_crashed(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    first = _append(spark, warehouse_settings, 3, locate=True)
+
+    replay = _append(spark, warehouse_settings, 3, locate=True)
+
+    assert len(first.located) == 2
+    assert replay.located == first.located

@@ -16,8 +16,10 @@ from pyspark.sql import functions as F
 from eventlake.settings import Settings
 from eventlake.spark import (
     MissingJarsError,
+    computed_once,
     driver_on_loopback,
     is_cluster_master,
+    release,
     session_conf,
     spark_conf,
     spark_jars,
@@ -208,3 +210,18 @@ def test_session_conf_unsets_what_was_unset_also_when_the_block_fails(
         raise RuntimeError("the block failed")
 
     assert spark.conf.get(key, None) is None
+
+
+def _held_blocks(spark: SparkSession) -> int:
+    return sum(
+        info.numCachedPartitions() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    )
+
+
+def test_computed_once_holds_the_rows_and_release_frees_them(spark: SparkSession) -> None:
+    before = _held_blocks(spark)
+    held = computed_once(spark.range(1000).repartition(3))
+    assert _held_blocks(spark) == before + 3
+    assert held.count() == 1000
+    release(held)
+    assert _held_blocks(spark) == before

@@ -16,7 +16,7 @@ from eventlake.ingest import run as ingest_run
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
-from eventlake.tables import state_path
+from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, ensure_tables, state_path
 from tests.helpers import binary_headers, read_table, structured_value
 
 JSON_CT = [("content-type", b"application/cloudevents+json")]
@@ -207,3 +207,45 @@ def test_latest_per_key_keeps_the_last_record_by_partition_then_offset(
     latest = state.latest_per_key(records).collect()
     assert sorted(r.id for r in latest) == ["a-p1-o2", "b-o5", "u-a"]
     assert latest[0].asDict().keys() == {*EVENT_COLUMNS, "_tombstone"}
+
+
+def test_state_is_right_when_the_batch_cannot_be_read_back_from_the_tables(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    # Column mapping renames the events files' columns: the batch is decoded again instead.
+    ensure_tables(spark, warehouse_settings)
+    events = warehouse_settings.table_path("events")
+    spark.sql(
+        f"ALTER TABLE delta.`{events}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+        "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+    )
+    _send(
+        warehouse_settings,
+        topic,
+        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1")), (b"a", None, [])],
+    )
+    _ingest(spark, warehouse_settings, topic)
+    assert _state(spark, warehouse_settings, topic) == {b"b": "b1"}
+
+
+def test_records_from_tables_are_the_events_and_the_plain_tombstones(
+    spark: SparkSession,
+) -> None:
+    position = {"kafka_topic": "t", "kafka_partition": 0, "kafka_timestamp": None}
+    events = spark.createDataFrame(
+        [{**position, "kafka_offset": 0, "kafka_key": b"a", "id": "a1"}], EVENTS_SCHEMA
+    )
+    rejects = spark.createDataFrame(
+        [
+            {**position, "kafka_offset": 1, "kafka_key": b"a", "reason": "plain_tombstone"},
+            {**position, "kafka_offset": 2, "kafka_key": b"b", "reason": "malformed_json"},
+        ],
+        REJECTS_SCHEMA,
+    )
+
+    rows = state.records_from_tables(events, rejects).collect()
+
+    assert [(r.kafka_offset, r.id, r.reject_reason) for r in rows] == [
+        (0, "a1", None),
+        (1, None, "plain_tombstone"),
+    ]

@@ -18,6 +18,7 @@ from eventlake.tables import (
     REJECTS_SCHEMA,
     ensure_table,
     ensure_tables,
+    rows_added_by,
     state_path,
     state_table_topics,
     warehouse_tables,
@@ -122,3 +123,38 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
     settings = Settings(warehouse=tmp_path / "absent")
 
     assert warehouse_tables(settings) == []
+
+
+def test_rows_added_by_reads_the_rows_of_one_commit_only(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    schema = spark.range(1).schema
+    for start in (0, 10, 20):
+        spark.range(start, start + 10).repartition(2).write.format("delta").mode("append").save(
+            path
+        )
+
+    added = rows_added_by(spark, path, 1, schema)
+
+    assert added is not None
+    assert sorted(r["id"] for r in added.collect()) == list(range(10, 20))
+
+
+def test_rows_added_by_declines_a_table_whose_files_hold_renamed_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").option("delta.columnMapping.mode", "name").option(
+        "delta.minReaderVersion", "2"
+    ).option("delta.minWriterVersion", "5").save(path)
+
+    assert rows_added_by(spark, path, 0, spark.range(1).schema) is None
+
+
+def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    rows = spark.range(4).selectExpr("id", "id % 2 AS part")
+    rows.write.format("delta").partitionBy("part").save(path)
+
+    assert rows_added_by(spark, path, 0, rows.schema) is None

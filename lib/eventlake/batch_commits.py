@@ -114,21 +114,36 @@ class BatchCommits:
         if path in self._looked_up:
             return False
         self._looked_up.add(path)
-        since = self.versions[path]
-        if since is None:
+        if self.versions[path] is None:
             version = committed_txn_version(spark, path, self.app_id)
             return version is not None and version >= batch_id
+        return self.commit_version(spark, path, batch_id) is not None
+
+    def commit_version(self, spark: SparkSession, path: str, batch_id: int) -> int | None:
+        """The version of ``path`` whose commit appended batch ``batch_id`` (None: no such
+        commit since the version noted before the batch's append, or a checkpoint from
+        before this module, whose commits carry no batch marker).
+
+        Example:
+            >>> commits.commit_version(spark, events_path, 7)
+            42
+        """
+        since = self.versions[path]
+        if since is None:
+            return None
         latest = latest_version(spark, path)
         if latest <= since:
-            return False
+            return None
         from delta.tables import DeltaTable
 
         marker = batch_marker(self.app_id, batch_id)
         history = DeltaTable.forPath(spark, path).history(latest - since)
-        return any(
-            row["version"] > since and row["userMetadata"] == marker
+        found = [
+            int(row["version"])
             for row in history.select("version", "userMetadata").collect()
-        )
+            if row["version"] > since and row["userMetadata"] == marker
+        ]
+        return found[0] if found else None
 
     def append(self, spark: SparkSession, rows: DataFrame, path: str, batch_id: int) -> None:
         """Append ``rows`` as batch ``batch_id`` to the Delta table at ``path``."""

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.settings import Settings
 
@@ -217,3 +217,30 @@ def session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
+
+
+def computed_once(rows: DataFrame) -> DataFrame:
+    """``rows`` computed now, in one Spark job, and held (memory, then local disk); every
+    later read takes the held rows. Free them with :func:`release`.
+
+    A local checkpoint, not ``persist``: building Spark's columnar cache of a batch of
+    ~1 KB events cost more than the batch's decode (GC of the growing column buffers),
+    and a checkpointed plan is a plain scan that Delta can plan again as it likes.
+
+    Example:
+        >>> held = computed_once(decode_records(batch))
+        >>> held.where("reject_reason IS NULL").count()
+        >>> release(held)
+    """
+    return rows.localCheckpoint(eager=True)
+
+
+def release(held: DataFrame) -> None:
+    """Free the rows :func:`computed_once` held now rather than when the JVM collects the
+    frame; the frame cannot be read after this.
+
+    Example:
+        >>> release(held)
+    """
+    # The checkpointed plan is a LogicalRDD over the RDD whose blocks hold the rows.
+    held._jdf.queryExecution().analyzed().rdd().unpersist(False)

@@ -22,10 +22,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
+from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -46,6 +48,7 @@ from pyspark.sql.types import (
 
 from eventlake.kafka import check_topic_name
 from eventlake.settings import Settings
+from eventlake.spark import computed_once
 
 T = TypeVar("T")
 
@@ -102,6 +105,8 @@ _KAFKA_POSITION: Final = (
     ("kafka_timestamp", TimestampType()),
     ("kafka_key", BinaryType()),
 )
+#: Where a record was in Kafka: columns both the events and the rejects table have.
+KAFKA_POSITION_COLUMNS: Final = tuple(name for name, _ in _KAFKA_POSITION)
 
 #: One row per valid CloudEvent: the context attributes, data (bytes as received),
 #: extensions (as strings), the content mode and where the record was in Kafka.
@@ -226,13 +231,59 @@ def merge_source(rows: DataFrame) -> DataFrame:
     derived from the (cached) decoded batch would run the decoder once more, with the
     filters pushed down into it: Spark inlines the decoder's shared sub-expressions at
     every use and compiles a huge expression tree (minutes for ten records). A
-    checkpointed source is read as it is.
+    checkpointed source is read as it is. Free it with :func:`eventlake.spark.release`.
 
     Example:
         >>> source = merge_source(to_events(decoded))
         >>> DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "...")
     """
-    return rows.localCheckpoint(eager=True)
+    return computed_once(rows)
+
+
+def rows_added_by(
+    spark: SparkSession, path: str, version: int, schema: StructType
+) -> DataFrame | None:
+    """The rows that commit ``version`` of the Delta table at ``path`` added, read from
+    the data files its ``add`` actions name (the Delta log protocol); None when they
+    cannot be read that way (column mapping renames the files' columns, a deletion
+    vector hides rows): the caller then computes them again.
+
+    A blind append's rows as written, without a scan of the rest of the table: Delta's
+    reader prunes files by column statistics, not by the commit that added them.
+
+    Example:
+        >>> rows_added_by(spark, events_path, 42, EVENTS_SCHEMA).count()
+        1000000
+    """
+    from delta.tables import DeltaTable
+
+    detail = DeltaTable.forPath(spark, path).detail().first()
+    # Partition values live in the log, renamed columns under physical names: a plain
+    # Parquet read would give NULLs there.
+    if detail is None or detail["partitionColumns"]:
+        return None
+    if (detail["properties"] or {}).get("delta.columnMapping.mode", "none") != "none":
+        return None
+    commit = f"{path.rstrip('/')}/_delta_log/{version:020d}.json"
+    adds = [
+        action["add"]
+        for row in spark.read.text(commit).collect()
+        if "add" in (action := json.loads(row["value"]))
+    ]
+    if any(add.get("deletionVector") for add in adds):
+        return None
+    if not adds:
+        return spark.createDataFrame([], schema)
+    files = [_data_file(path, add["path"]) for add in adds]
+    return spark.read.schema(schema).parquet(*files)
+
+
+def _data_file(table: str, relative: str) -> str:
+    """An ``add`` action's path (a URI, relative to the table unless absolute) as a path
+    Spark reads."""
+    if "://" in relative or relative.startswith("/"):
+        return relative
+    return f"{table.rstrip('/')}/{unquote(relative)}"
 
 
 #: Session confs of a MERGE whose source :func:`merge_source` made: Delta would otherwise

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
 
 from eventlake.batch_commits import BatchCommits
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
@@ -27,8 +25,9 @@ class BatchResult:
 
     counts: dict[str | None, int]
     warnings: list[str] = field(default_factory=list)
-    #: The decoded batch, cached, when append_batch was asked to hold it.
-    held: DataFrame | None = None
+    #: Per table path, the version whose commit holds this batch's rows, when
+    #: append_batch was asked to locate them (tables the batch has no commit in: absent).
+    located: dict[str, int] = field(default_factory=dict)
 
 
 def append_batch(
@@ -39,7 +38,7 @@ def append_batch(
     version: int,
     events_path: str,
     rejects_path: str,
-    hold: bool = False,
+    locate: bool = False,
     skip_if_empty: bool = True,
 ) -> BatchResult:
     """Append one batch of Kafka rows to the events and rejects tables, exactly once per
@@ -47,13 +46,15 @@ def append_batch(
 
     One pass reads, decodes, writes the events and counts; only a batch with rejects is
     read a second time, for the rejects. Holding every batch in a cache instead cost more
-    than the second read of the few batches that have rejects. With ``hold`` (the batch
-    has more to do, e.g. state), the decoded batch is cached by that same pass and
-    returned as ``result.held``; the caller unpersists it.
+    than the second read of the few batches that have rejects. With ``locate`` (the
+    batch has more to do, e.g. state), ``result.located`` names the table versions that
+    hold the batch's rows, also when a crashed run committed them: the rows are read
+    back from there (:func:`eventlake.tables.rows_added_by`), which costs less than
+    holding the whole decoded batch.
 
     Example:
         >>> append_batch(spark, batch, commits=commits, version=7, events_path=e, rejects_path=r)
-        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], held=None)
+        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], located={})
     """
     # An empty batch (a new stream's first, on a topic with nothing new) costs one small
     # read here instead of Delta's write path, which in a fresh process takes seconds.
@@ -67,15 +68,6 @@ def append_batch(
 
     seen = Observation()
     decoded = decode_records(records, seen)
-    if hold:
-        # Only rejects need the raw record; events would hold every value twice.
-        rejected = F.col("reject_reason").isNotNull()
-        decoded = decoded.withColumns(
-            {
-                "kafka_value": F.when(rejected, F.col("kafka_value")),
-                "kafka_headers": F.when(rejected, F.col("kafka_headers")),
-            }
-        ).persist(StorageLevel.MEMORY_AND_DISK)
     # A replayed batch (after a crash) skips the appends it committed before; the counts
     # then come from a pass that writes nothing, since an observation is filled only by a
     # job that runs.
@@ -87,16 +79,17 @@ def append_batch(
         rejects_done = True
     else:
         decoded.write.format("noop").mode("overwrite").save()
-    result = BatchResult(reason_counts(seen, RejectReason), held=decoded if hold else None)
+    result = BatchResult(reason_counts(seen, RejectReason))
     rejects = sum(n for reason, n in result.counts.items() if reason is not None)
-    if not rejects or rejects_done:
-        return result
-    if hold:
-        append(to_rejects(decoded), rejects_path)
-        return result
-    seen_again = Observation()
-    append(to_rejects(decode_records(records, seen_again)), rejects_path)
-    lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
-    if lost:
-        result.warnings.append(f"batch {version}: {lost}")
+    if rejects and not rejects_done:
+        seen_again = Observation()
+        append(to_rejects(decode_records(records, seen_again)), rejects_path)
+        lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
+        if lost:
+            result.warnings.append(f"batch {version}: {lost}")
+    if locate:
+        for path in [events_path, rejects_path] if rejects else [events_path]:
+            found = commits.commit_version(spark, path, version)
+            if found is not None:
+                result.located[path] = found
     return result

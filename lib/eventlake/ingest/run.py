@@ -15,25 +15,30 @@ import time
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql.types import StructType
 
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
 from eventlake.compaction import check_compaction
-from eventlake.ingest.batch import append_batch
+from eventlake.ingest.batch import BatchResult, append_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
 from eventlake.kafka import check_connection, connection_lost_error
 from eventlake.observed import reason_counts, rejects_lost
 from eventlake.settings import Settings
-from eventlake.state import apply_state, reconcile_state
+from eventlake.spark import release
+from eventlake.state import apply_state, reconcile_state, records_from_tables
 from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
 from eventlake.tables import (
     EVENTS,
+    EVENTS_SCHEMA,
     INGEST_JOB,
     INGEST_TABLES,
     KAFKA_COORDINATES,
     REJECTS,
+    REJECTS_SCHEMA,
     ensure_tables,
     ingested_next_offsets,
     merge_source,
+    rows_added_by,
 )
 
 
@@ -142,33 +147,47 @@ def _stream(
             version=batch_id,
             events_path=events_path,
             rejects_path=rejects_path,
-            hold=bool(state_topics),
+            locate=bool(state_topics),
             skip_if_empty=first_of_run,
         )
         for warning in result.warnings:
             print(f"ingest: WARNING {warning}", flush=True)
         summary.warnings.extend(result.warnings)
-        if result.held is not None:
-            try:
-                # After both appends: a crash in between replays the batch, the appends
-                # are skipped as already committed, and the MERGE runs once.
-                summary.add_state(
-                    apply_state(
-                        spark,
-                        settings,
-                        result.held,
-                        topics=state_topics,
-                        app_id=claimed.app_id,
-                        version=batch_id,
-                    )
+        if state_topics and result.counts:
+            # After both appends: a crash in between replays the batch, the appends are
+            # skipped as already committed, and the MERGE runs once.
+            summary.add_state(
+                apply_state(
+                    spark,
+                    settings,
+                    _read_back(spark, result, batch, events_path, rejects_path),
+                    topics=state_topics,
+                    app_id=claimed.app_id,
+                    version=batch_id,
                 )
-            finally:
-                result.held.unpersist()
+            )
         return result.counts
 
     options = kafka_reader_options(settings, request)
     claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
+
+
+def _read_back(
+    spark: SparkSession, result: BatchResult, batch: DataFrame, events_path: str, rejects_path: str
+) -> DataFrame:
+    """The batch's rows as its commits added them to the events and rejects tables; the
+    batch decoded once more when they cannot be read back (see ``rows_added_by``)."""
+
+    def added(path: str, schema: StructType) -> DataFrame | None:
+        version = result.located.get(path)
+        return None if version is None else rows_added_by(spark, path, version, schema)
+
+    events, rejects = added(events_path, EVENTS_SCHEMA), added(rejects_path, REJECTS_SCHEMA)
+    has_rejects = any(reason is not None for reason in result.counts)
+    if events is None or (has_rejects and rejects is None):
+        return decode_records(batch)
+    return records_from_tables(events, rejects)
 
 
 def _state_topics(settings: Settings, request: IngestRequest, batch: DataFrame) -> list[str]:
@@ -231,11 +250,12 @@ def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest
         seen_again = Observation()
         rejects = merge_source(to_rejects(decode_records(records, seen_again)))
         insert_absent(REJECTS, rejects, f"{match} AND {ours}")
+        release(rejects)
         lost = rejects_lost(counts, reason_counts(seen_again, RejectReason))
         if lost:
             print(f"ingest: WARNING {lost}", flush=True)
             summary.warnings.append(lost)
-    events.unpersist()
+    release(events)
     return summary
 
 
