@@ -225,3 +225,12 @@ def test_computed_once_holds_the_rows_and_release_frees_them(spark: SparkSession
     assert held.count() == 1000
     release(held)
     assert _held_blocks(spark) == before
+
+
+def test_release_frees_the_rows_under_a_frame_derived_from_a_held_one(
+    spark: SparkSession,
+) -> None:
+    before = _held_blocks(spark)
+    held = computed_once(spark.range(1000).repartition(3))
+    release(held.where("id > 10"))
+    assert _held_blocks(spark) == before

@@ -236,11 +236,17 @@ def computed_once(rows: DataFrame) -> DataFrame:
 
 
 def release(held: DataFrame) -> None:
-    """Free the rows :func:`computed_once` held now rather than when the JVM collects the
-    frame; the frame cannot be read after this.
+    """Free the rows :func:`computed_once` held for ``held`` (or for the frames it was
+    derived from) now rather than when the JVM collects them; none of those frames can
+    be read after this.
 
     Example:
-        >>> release(held)
+        >>> release(held.where("kafka_offset > 10"))
     """
-    # The checkpointed plan is a LogicalRDD over the RDD whose blocks hold the rows.
-    held._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    # A checkpointed frame's plan is a LogicalRDD over the RDD whose blocks hold the
+    # rows; a derived frame has it among its leaves.
+    leaves = held._jdf.queryExecution().analyzed().collectLeaves()
+    for index in range(leaves.size()):
+        leaf = leaves.apply(index)
+        if leaf.getClass().getSimpleName() == "LogicalRDD":
+            leaf.rdd().unpersist(False)
