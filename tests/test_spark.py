@@ -10,7 +10,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.settings import Settings
@@ -212,25 +212,24 @@ def test_session_conf_unsets_what_was_unset_also_when_the_block_fails(
     assert spark.conf.get(key, None) is None
 
 
-def _held_blocks(spark: SparkSession) -> int:
-    return sum(
-        info.numCachedPartitions() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo()
-    )
+def _held_blocks(spark: SparkSession, held: DataFrame) -> int:
+    """Blocks Spark holds for the checkpointed frame ``held`` (other tests' blocks aside)."""
+    rdd_id = held._jdf.queryExecution().analyzed().rdd().id()
+    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    return sum(info.numCachedPartitions() for info in infos if info.id() == rdd_id)
 
 
 def test_computed_once_holds_the_rows_and_release_frees_them(spark: SparkSession) -> None:
-    before = _held_blocks(spark)
     held = computed_once(spark.range(1000).repartition(3))
-    assert _held_blocks(spark) == before + 3
+    assert _held_blocks(spark, held) == 3
     assert held.count() == 1000
     release(held)
-    assert _held_blocks(spark) == before
+    assert _held_blocks(spark, held) == 0
 
 
 def test_release_frees_the_rows_under_a_frame_derived_from_a_held_one(
     spark: SparkSession,
 ) -> None:
-    before = _held_blocks(spark)
     held = computed_once(spark.range(1000).repartition(3))
     release(held.where("id > 10"))
-    assert _held_blocks(spark) == before
+    assert _held_blocks(spark, held) == 0

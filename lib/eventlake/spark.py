@@ -249,4 +249,4 @@ def release(held: DataFrame) -> None:
     for index in range(leaves.size()):
         leaf = leaves.apply(index)
         if leaf.getClass().getSimpleName() == "LogicalRDD":
-            leaf.rdd().unpersist(False)
+            leaf.rdd().unpersist(True)
