@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from eventlake.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def _spark(settings: Settings, app_name: str) -> SparkSession:
@@ -116,15 +116,22 @@ def sdk_decode(settings: Settings, args: argparse.Namespace) -> int:
 
 def spark_count(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
     """Ceiling B: Spark's Kafka source reads the topic and counts."""
+    return int(_whole_topic(spark, settings, args.topic, headers=False).count())
+
+
+def _whole_topic(
+    spark: SparkSession, settings: Settings, topic: str, *, headers: bool
+) -> DataFrame:
+    """Spark's Kafka source over ``topic`` from earliest, with eventlake's client options."""
     from eventlake.kafka import spark_kafka_options
 
-    return int(
+    return (
         spark.read.format("kafka")
         .options(**spark_kafka_options(settings))
-        .option("subscribe", args.topic)
+        .option("subscribe", topic)
         .option("startingOffsets", "earliest")
+        .option("includeHeaders", str(headers).lower())
         .load()
-        .count()
     )
 
 
@@ -134,12 +141,7 @@ def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace
 
     create_topic(settings, args.target, partitions=2)
     (
-        spark.read.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("subscribe", args.topic)
-        .option("startingOffsets", "earliest")
-        .option("includeHeaders", "true")
-        .load()
+        _whole_topic(spark, settings, args.topic, headers=True)
         .select("key", "value", "headers")
         .write.format("kafka")
         .options(**spark_kafka_options(settings))
@@ -177,16 +179,9 @@ def decode(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
     from pyspark import StorageLevel
 
     from eventlake.binding import decode_records
-    from eventlake.kafka import spark_kafka_options
 
-    cached = (
-        spark.read.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("subscribe", args.topic)
-        .option("startingOffsets", "earliest")
-        .option("includeHeaders", "true")
-        .load()
-        .persist(StorageLevel.MEMORY_ONLY)
+    cached = _whole_topic(spark, settings, args.topic, headers=True).persist(
+        StorageLevel.MEMORY_ONLY
     )
     records = cached.count()
 
