@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help setup system-packages venv jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency clean stop
+.PHONY: help setup class-archive system-packages venv jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -24,7 +24,12 @@ help:
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
-setup: system-packages venv jars
+setup: system-packages venv jars class-archive
+
+# The Spark driver's class archive (JVM class-data sharing): every job starts seconds
+# sooner. The command rebuilds it only when Java, pyspark or the jars changed.
+class-archive: venv jars
+	$(EVENTLAKE) class-archive
 
 # Debian tools the tests use: docker-compose validates docker-compose.yml, kcat is an
 # independent Kafka client, chromium takes the Airflow UI screenshot and tesseract-ocr

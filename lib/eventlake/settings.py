@@ -76,6 +76,12 @@ class Settings(BaseSettings):
         description="JVM options of the Spark driver (GC, JIT), added to "
         "spark.driver.extraJavaOptions; a value replaces the default whole.",
     )
+    class_archive: Path | None = Field(
+        default=PROJECT_ROOT / "var" / "jvm" / "spark-driver.jsa",
+        description="The Spark driver's class archive (JVM class-data sharing, built by "
+        "`eventlake class-archive` in make setup): drivers start seconds sooner while it "
+        "matches this Java, pyspark and jars. Empty: none.",
+    )
     shuffle_partitions: int = Field(default=4, ge=1, description="spark.sql.shuffle.partitions.")
     spark_ui_port: int | None = Field(
         default=None,
@@ -145,6 +151,11 @@ class Settings(BaseSettings):
         '{"defaults": {"max_rejects_rate": 0.01}, "topics": {"orders": {"keyed": true, '
         '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )
+
+    @field_validator("class_archive", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("warehouse")
     @classmethod

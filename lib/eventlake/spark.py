@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.class_archive import archive_java_option, dump_java_option
 from eventlake.settings import Settings
 
 #: Jars that must be present; prefixes of file names in the jars folder.
@@ -152,10 +153,16 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         # Keep the Derby metastore and spark-warehouse out of the working directory.
         "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
-        "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={settings.warehouse / '_derby'} "
-            f"-Dlog4j2.configurationFile={settings.log_config} {settings.driver_java_options}"
-        ).strip(),
+        "spark.driver.extraJavaOptions": " ".join(
+            option
+            for option in (
+                f"-Dderby.system.home={settings.warehouse / '_derby'}",
+                f"-Dlog4j2.configurationFile={settings.log_config}",
+                settings.driver_java_options,
+                archive_java_option(settings) or dump_java_option(),
+            )
+            if option
+        ),
     }
     if settings.spark_ui_port is not None:
         conf["spark.ui.port"] = str(settings.spark_ui_port)

@@ -44,6 +44,7 @@ COMMAND_ORDER: Final = (
     "republish",
     "check",
     "demo",
+    "class-archive",
 )
 
 

@@ -132,3 +132,36 @@ def airflow_stop() -> None:
 
     stopped = stop_local_airflow(load_local_settings().airflow_home)
     typer.echo("airflow stopped" if stopped else "airflow was not running")
+
+
+@app.command("class-archive")
+def class_archive(
+    force: Annotated[
+        bool, typer.Option("--force", help="Build again even when the archive is current.")
+    ] = False,
+) -> None:
+    """Build the Spark driver's class archive (make setup runs this): every eventlake job
+    then starts seconds sooner. A no-op while the archive matches this Java, pyspark and
+    jars; EVENTLAKE_CLASS_ARCHIVE names its file (empty: none)."""
+    import time
+
+    from eventlake.class_archive import ClassArchiveError, build_archive, is_current
+
+    settings = job_settings()
+    if settings.class_archive is None:
+        typer.echo("EVENTLAKE_CLASS_ARCHIVE is empty: Spark drivers run without a class archive")
+        return
+    if not force and is_current(settings):
+        typer.echo(f"class archive current: {settings.class_archive}")
+        return
+    typer.echo("building the Spark driver's class archive (one small driver run, ~40 s)")
+    started = time.monotonic()
+    try:
+        archive = build_archive(settings)
+    except ClassArchiveError as error:
+        fail(f"class archive not built: {error}")
+    size_mb = archive.stat().st_size / 1e6
+    typer.echo(
+        f"built {archive} ({size_mb:.0f} MB) in {time.monotonic() - started:.0f} s: "
+        "Spark drivers map it from now on"
+    )
