@@ -1,5 +1,5 @@
 """The Spark driver's class archive (eventlake.class_archive): mapped only while it
-matches, mapped for real by a driver, and a failed build says why."""
+matches, and mapped for real by a driver."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.class_archive import (
-    FINGERPRINT_SUFFIX,
-    ClassArchiveError,
-    archive_java_option,
-    build_archive,
-    fingerprint,
-)
+from eventlake.class_archive import FINGERPRINT_SUFFIX, archive_java_option, fingerprint
 from eventlake.settings import Settings
 from eventlake.spark import spark_conf
 
@@ -100,15 +94,8 @@ def test_a_driver_maps_the_archive_that_make_setup_built(
         for line in loaded.read_text().splitlines()
         if " source: " in line and len(fields := line.split()) > 2
     }
-    for name in ("org.apache.spark.sql.SparkSession", "io.delta.sql.DeltaSparkSessionExtension"):
+    for name in (
+        "org.apache.spark.sql.SparkSession",
+        "io.delta.sql.DeltaSparkSessionExtension",
+    ):
         assert sources.get(name) == "shared objects file (top)", (name, sources.get(name))
-
-
-def test_a_failed_build_says_why_and_leaves_no_archive(settings: Settings, tmp_path: Path) -> None:
-    no_jars = settings.model_copy(
-        update={"class_archive": tmp_path / "driver.jsa", "jars_dir": tmp_path / "no-jars"}
-    )
-
-    with pytest.raises(ClassArchiveError, match="make jars"):
-        build_archive(no_jars)
-    assert not (tmp_path / "driver.jsa").exists()

@@ -145,7 +145,8 @@ def class_archive(
     jars; EVENTLAKE_CLASS_ARCHIVE names its file (empty: none)."""
     import time
 
-    from eventlake.class_archive import ClassArchiveError, build_archive, is_current
+    from eventlake.class_archive import is_current
+    from eventlake.local.class_archive import ClassArchiveError, build_archive
 
     settings = job_settings()
     if settings.class_archive is None:
