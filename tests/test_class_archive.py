@@ -13,7 +13,11 @@ import pytest
 
 from eventlake.class_archive import FINGERPRINT_SUFFIX, archive_java_option, fingerprint
 from eventlake.settings import Settings
-from eventlake.spark import spark_conf
+from eventlake.spark import spark_conf, spark_jars
+
+
+def _option(settings: Settings) -> str | None:
+    return archive_java_option(settings.class_archive, spark_jars(settings))
 
 
 def _archive_at(settings: Settings, folder: Path, built_from: dict[str, object]) -> Settings:
@@ -27,18 +31,19 @@ def _archive_at(settings: Settings, folder: Path, built_from: dict[str, object])
 def test_an_archive_of_this_java_and_these_jars_is_mapped(
     settings: Settings, tmp_path: Path
 ) -> None:
-    current = _archive_at(settings, tmp_path, fingerprint(settings))
+    current = _archive_at(settings, tmp_path, fingerprint(spark_jars(settings)))
 
-    assert archive_java_option(current) == f"-XX:SharedArchiveFile={tmp_path / 'driver.jsa'}"
+    assert _option(current) == f"-XX:SharedArchiveFile={tmp_path / 'driver.jsa'}"
     options = spark_conf(current)["spark.driver.extraJavaOptions"].split()
     assert f"-XX:SharedArchiveFile={tmp_path / 'driver.jsa'}" in options
 
 
 def test_an_archive_of_other_jars_is_not_mapped(settings: Settings, tmp_path: Path) -> None:
-    other_jars = {**fingerprint(settings), "jars": [["/elsewhere/delta-spark.jar", 1, 1]]}
+    elsewhere = [["/elsewhere/delta-spark.jar", 1, 1]]
+    other_jars = {**fingerprint(spark_jars(settings)), "jars": elsewhere}
     stale = _archive_at(settings, tmp_path, other_jars)
 
-    assert archive_java_option(stale) is None
+    assert _option(stale) is None
     options = spark_conf(stale)["spark.driver.extraJavaOptions"]
     assert "SharedArchiveFile" not in options
 
@@ -48,8 +53,8 @@ def test_no_archive_no_option(settings: Settings, tmp_path: Path) -> None:
     missing = settings.model_copy(update={"class_archive": tmp_path / "none.jsa"})
     switched_off = settings.model_copy(update={"class_archive": None})
 
-    assert archive_java_option(missing) is None
-    assert archive_java_option(switched_off) is None
+    assert _option(missing) is None
+    assert _option(switched_off) is None
 
 
 def test_an_empty_environment_value_switches_the_archive_off(
@@ -66,7 +71,7 @@ def test_a_driver_maps_the_archive_that_make_setup_built(
     archive = Settings().class_archive
     assert archive is not None
     built = settings.model_copy(update={"class_archive": archive})
-    assert archive_java_option(built) is not None, (
+    assert _option(built) is not None, (
         f"no current class archive at {archive}: `make setup` builds it"
     )
     loaded = tmp_path / "classes.log"

@@ -11,7 +11,7 @@ holds, so a JDK upgrade or new jars never meet a stale archive (the JVM would re
 with a warning); rebuilding is ``eventlake class-archive`` again.
 
 Example:
-    >>> archive_java_option(load_settings())
+    >>> archive_java_option(settings.class_archive, spark_jars(settings))
     '-XX:SharedArchiveFile=/work/main/var/jvm/spark-driver.jsa'
 """
 
@@ -38,16 +38,15 @@ def java_binary() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def fingerprint(settings: Settings) -> dict[str, Any]:
-    """What an archive is valid for: the Java binary, pyspark's version and the jars.
+def fingerprint(jars: list[Path]) -> dict[str, Any]:
+    """What an archive is valid for: the Java binary, pyspark and the jars Spark gets
+    (:func:`eventlake.spark.spark_jars`).
 
     Example:
-        >>> fingerprint(load_settings())["pyspark"]
-        '3.5.3'
+        >>> fingerprint(spark_jars(load_settings()))["pyspark"]
+        '4.1.3'
     """
     import pyspark
-
-    from eventlake.spark import spark_jars
 
     def stamp(path: Path) -> list[Any]:
         stat = path.stat()
@@ -60,25 +59,24 @@ def fingerprint(settings: Settings) -> dict[str, Any]:
         "pyspark_jars": sorted(
             p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")
         ),
-        "jars": [stamp(jar) for jar in spark_jars(settings)],
+        "jars": [stamp(jar) for jar in jars],
     }
 
 
-def archive_java_option(settings: Settings) -> str | None:
-    """The driver's JVM option that maps the archive, or None when there is no archive
-    valid for this Java, pyspark and jars (or ``settings.class_archive`` is unset).
+def archive_java_option(archive: Path | None, jars: list[Path]) -> str | None:
+    """The driver's JVM option that maps ``archive``, or None when it is unset, missing,
+    or not built from this Java, pyspark and ``jars``.
 
     Example:
-        >>> archive_java_option(load_settings(class_archive=None)) is None
+        >>> archive_java_option(None, spark_jars(load_settings())) is None
         True
     """
-    archive = settings.class_archive
     if archive is None or os.environ.get(DUMP_TO_ENV) or not archive.is_file():
         return None
     stamp = archive.with_name(archive.name + FINGERPRINT_SUFFIX)
     try:
         built_from = json.loads(stamp.read_text())["fingerprint"]
-        current = fingerprint(settings)
+        current = fingerprint(jars)
     except (OSError, ValueError, KeyError):
         return None
     return f"-XX:SharedArchiveFile={archive}" if built_from == current else None
@@ -92,4 +90,6 @@ def dump_java_option() -> str | None:
 
 def is_current(settings: Settings) -> bool:
     """Whether the archive exists and was built from this Java, pyspark and jars."""
-    return archive_java_option(settings) is not None
+    from eventlake.spark import spark_jars
+
+    return archive_java_option(settings.class_archive, spark_jars(settings)) is not None

@@ -133,8 +133,9 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         '4050'
     """
     ui = ui or settings.spark_ui_port is not None
+    jars = spark_jars(settings)
     conf = {
-        "spark.jars": ",".join(str(jar) for jar in spark_jars(settings)),
+        "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.extensions": ",".join(SQL_EXTENSIONS),
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.driver.memory": settings.driver_memory,
@@ -159,7 +160,7 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
                 f"-Dderby.system.home={settings.warehouse / '_derby'}",
                 f"-Dlog4j2.configurationFile={settings.log_config}",
                 settings.driver_java_options,
-                archive_java_option(settings) or dump_java_option(),
+                archive_java_option(settings.class_archive, jars) or dump_java_option(),
             )
             if option
         ),

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from eventlake.class_archive import DUMP_TO_ENV, FINGERPRINT_SUFFIX, fingerprint
 from eventlake.settings import Settings, load_settings
+from eventlake.spark import build_spark_session, spark_jars
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 class ClassArchiveError(RuntimeError):
@@ -69,7 +70,8 @@ def build_archive(settings: Settings, *, timeout: float = 600.0) -> Path:
         stamp = archive.with_name(archive.name + FINGERPRINT_SUFFIX)
         stamp.unlink(missing_ok=True)
         os.replace(partial, archive)
-    built = {"built": datetime.now(UTC).isoformat(), "fingerprint": fingerprint(settings)}
+    built_from = fingerprint(spark_jars(settings))
+    built = {"built": datetime.now(UTC).isoformat(), "fingerprint": built_from}
     stamp.write_text(json.dumps(built, indent=2) + "\n")
     return archive
 
@@ -81,18 +83,6 @@ def exercise(settings: Settings, scratch: Path) -> None:
     Kafka's classes, a few hundred, load from the jars (an archive that also held them,
     from an ingest and a republish on a broker of the run's own, started an empty-topic
     ingest no sooner: 7.05-7.12 s against 7.12-7.17 s)."""
-    from eventlake.spark import build_spark_session
-
-    # A local driver: the archive is of the driver's classes, wherever its tasks run.
-    local = settings.model_copy(
-        update={"warehouse": scratch / "warehouse", "spark_master": "local[2]"}
-    )
-    spark = build_spark_session(local, app_name="eventlake-class-archive")
-    _exercise_tables(spark, local, scratch)
-    spark.stop()
-
-
-def _exercise_tables(spark: SparkSession, settings: Settings, scratch: Path) -> None:
     from eventlake.batch_commits import BatchCommits
     from eventlake.binding import decode_records
     from eventlake.ingest.batch import append_batch
@@ -108,6 +98,11 @@ def _exercise_tables(spark: SparkSession, settings: Settings, scratch: Path) -> 
         rows_added_by,
     )
 
+    # A local driver: the archive is of the driver's classes, wherever its tasks run.
+    settings = settings.model_copy(
+        update={"warehouse": scratch / "warehouse", "spark_master": "local[2]"}
+    )
+    spark = build_spark_session(settings, app_name="eventlake-class-archive")
     topic = "class-archive"
     now = datetime.now(UTC)
     records = spark.createDataFrame(
@@ -151,6 +146,7 @@ def _exercise_tables(spark: SparkSession, settings: Settings, scratch: Path) -> 
         .start()
         .awaitTermination()
     )
+    spark.stop()
 
 
 if __name__ == "__main__":
