@@ -1,9 +1,11 @@
 """Tiny runs of the benchmark harness keep it working; no timing is asserted.
 
-The run inside ``make test`` measures three jobs (each a process of its own, twice for
+The run inside ``make test`` measures four jobs (each a process of its own, twice for
 the two on the empty topic): Spark's read-and-count, the plain PySpark reference job and
-eventlake ingest, the three of the issue's main targets. Every job of ``make bench`` runs
-in the second test, only when selected by marker: ``pytest -m bench tests/test_bench_smoke.py``.
+eventlake ingest, the three of the issue's main targets, and Spark's raw landing of the
+records, the floor that the targets' asked seconds are read against. Every job of
+``make bench`` runs in the second test, only when selected by marker:
+``pytest -m bench tests/test_bench_smoke.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.benchmarks.bench import (
     CEILING_B,
+    CEILING_D,
     DECODE,
     DECODE_CPU_GOAL,
     INGEST_MIXED,
@@ -35,7 +38,7 @@ from tests.benchmarks.latency import Scenario, run_latency
 
 N = 2000
 #: The jobs of the run inside ``make test``.
-SMOKE_JOBS = (CEILING_B, PLAIN_MIXED, INGEST_MIXED)
+SMOKE_JOBS = (CEILING_B, CEILING_D, PLAIN_MIXED, INGEST_MIXED)
 
 
 def _bench_topics(settings: Settings, prefix: str) -> list[str]:
@@ -80,9 +83,12 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
         assert r["steady_events_per_second"] > r["events_per_second"] > 0
         assert (r["ratio"] is None) == (r["vs"] not in results)
         assert (r["empty_topic_seconds"] is None) == (not JOBS[r["job"]].empty_run)
-    # Counts: Spark read every record; ingest and the reference wrote one row per event
-    # (the reference's rows counted by the harness from its Delta table's log).
+    # Counts: Spark read every record; the raw landing, ingest and the reference wrote one
+    # row per record (the raw landing's and the reference's rows counted by the harness
+    # from their Delta table's log).
     assert results[CEILING_B]["records_out"] == [N]
+    if CEILING_D in results:
+        assert results[CEILING_D]["records_out"] == [N]
     assert results[PLAIN_MIXED]["records_out"] == [N]
     assert results[INGEST_MIXED]["records_out"] == [N]
     ingest, plain = results[INGEST_MIXED], results[PLAIN_MIXED]
@@ -117,7 +123,11 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
         else:
             assert g["status"] == "not measured" and g["value"] is None
     by_pair = {(g["kind"], g["job"], g["vs"]): g for g in lines}
-    assert by_pair[("ratio", INGEST_MIXED, PLAIN_MIXED)]["value"] == pytest.approx(ingest["ratio"])
+    versus_plain = by_pair[("ratio", INGEST_MIXED, PLAIN_MIXED)]
+    assert versus_plain["value"] == pytest.approx(ingest["ratio"])
+    # What the target asks: ingest's process seconds at exactly the target's ratio.
+    at_least = limits[("ratio", INGEST_MIXED, PLAIN_MIXED)]
+    assert versus_plain["asks_seconds"] == pytest.approx(plain["median_seconds"] / at_least)
     startup = by_pair[("startup", INGEST_MIXED, CEILING_B)]
     assert startup["value"] == pytest.approx(
         ingest["empty_topic_seconds"] - results[CEILING_B]["empty_topic_seconds"]
@@ -131,7 +141,10 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
     assert all(f"| {job} | {N:,} |" in markdown for job in results)
     for g in lines:
         assert f"| {g['goal']} | {N:,} |" in markdown
-        assert f"| {g['target']} | {g['status']} |" in markdown
+        asks = "" if g["kind"] != "ratio" else "n/a"
+        if g.get("asks_seconds") is not None:
+            asks = f"{g['asks_seconds']:.1f}"
+        assert f"| {g['target']} | {asks} | {g['status']} |" in markdown
     assert report.with_suffix(".png").stat().st_size > 10_000
 
     # Nothing left behind: run warehouses, the N's folder and every topic of the run.

@@ -12,7 +12,8 @@ only.
     python tests/benchmarks/bench_job.py ingest --topic orders [--state]
 
 Jobs: ``librdkafka-read`` and ``sdk-decode`` (``--expected`` records), ``spark-count``,
-``ingest``, ``quality`` (the warehouse's events table), ``spark-copy`` and ``republish``
+``spark-land`` (the records as they are into a Delta table of the warehouse), ``ingest``,
+``quality`` (the warehouse's events table), ``spark-copy`` and ``republish``
 (``--target`` topic), ``decode`` (the binding alone over a cached frame, CPU per record). The reference job users would write instead of ingest is
 ``plain_pyspark_ingest.py`` beside this file.
 """
@@ -150,6 +151,15 @@ def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace
     )
 
 
+def spark_land(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
+    """Ceiling D: the Kafka records as they are (every column of Spark's Kafka source,
+    headers included) landed with one Delta append in ``<warehouse>/raw_records``: no
+    parsing, no checks. Any landing that keeps every record pays at least this. The
+    harness counts the table's rows (a count here would be one more Spark job timed)."""
+    records = _whole_topic(spark, settings, args.topic, headers=True)
+    records.write.format("delta").mode("append").save(str(settings.warehouse / "raw_records"))
+
+
 def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
     """eventlake ingest into the warehouse of the settings; returns the events written."""
     from eventlake.ingest import IngestRequest, run_ingest
@@ -250,6 +260,7 @@ SPARK_JOBS: dict[
 ] = {
     "spark-count": spark_count,
     "spark-copy": spark_copy,
+    "spark-land": spark_land,
     "ingest": ingest,
     "quality": quality,
     "republish": republish,
