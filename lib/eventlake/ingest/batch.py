@@ -13,10 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql.types import StructType
 
 from eventlake.batch_commits import BatchCommits
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
 from eventlake.observed import reason_counts, rejects_lost
+from eventlake.state import records_from_tables
+from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, rows_added_by
 
 
 @dataclass
@@ -93,3 +96,27 @@ def append_batch(
             if found is not None:
                 result.located[path] = found
     return result
+
+
+def read_back(
+    spark: SparkSession, result: BatchResult, batch: DataFrame, events_path: str, rejects_path: str
+) -> DataFrame:
+    """The batch's rows as its commits added them to the events and rejects tables (from
+    an :func:`append_batch` with ``locate``), decoded again from ``batch`` when they
+    cannot be read back (see :func:`eventlake.tables.rows_added_by`).
+
+    Example:
+        >>> result = append_batch(spark, batch, commits=c, version=7, events_path=e,
+        ...                       rejects_path=r, locate=True)
+        >>> apply_state(spark, settings, read_back(spark, result, batch, e, r), ...)
+    """
+
+    def added(path: str, schema: StructType) -> DataFrame | None:
+        version = result.located.get(path)
+        return None if version is None else rows_added_by(spark, path, version, schema)
+
+    events, rejects = added(events_path, EVENTS_SCHEMA), added(rejects_path, REJECTS_SCHEMA)
+    has_rejects = any(reason is not None for reason in result.counts)
+    if events is None or (has_rejects and rejects is None):
+        return decode_records(batch)
+    return records_from_tables(events, rejects)

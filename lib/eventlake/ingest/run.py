@@ -15,30 +15,26 @@ import time
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql.types import StructType
 
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
 from eventlake.compaction import check_compaction
-from eventlake.ingest.batch import BatchResult, append_batch
+from eventlake.ingest.batch import append_batch, read_back
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
 from eventlake.kafka import check_connection, connection_lost_error
 from eventlake.observed import reason_counts, rejects_lost
 from eventlake.settings import Settings
 from eventlake.spark import release
-from eventlake.state import apply_state, reconcile_state, records_from_tables
+from eventlake.state import apply_state, reconcile_state
 from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
 from eventlake.tables import (
     EVENTS,
-    EVENTS_SCHEMA,
     INGEST_JOB,
     INGEST_TABLES,
     KAFKA_COORDINATES,
     REJECTS,
-    REJECTS_SCHEMA,
     ensure_tables,
     ingested_next_offsets,
     merge_source,
-    rows_added_by,
 )
 
 
@@ -160,7 +156,7 @@ def _stream(
                 apply_state(
                     spark,
                     settings,
-                    _read_back(spark, result, batch, events_path, rejects_path),
+                    read_back(spark, result, batch, events_path, rejects_path),
                     topics=state_topics,
                     app_id=claimed.app_id,
                     version=batch_id,
@@ -171,23 +167,6 @@ def _stream(
     options = kafka_reader_options(settings, request)
     claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
-
-
-def _read_back(
-    spark: SparkSession, result: BatchResult, batch: DataFrame, events_path: str, rejects_path: str
-) -> DataFrame:
-    """The batch's rows as its commits added them to the events and rejects tables; the
-    batch decoded once more when they cannot be read back (see ``rows_added_by``)."""
-
-    def added(path: str, schema: StructType) -> DataFrame | None:
-        version = result.located.get(path)
-        return None if version is None else rows_added_by(spark, path, version, schema)
-
-    events, rejects = added(events_path, EVENTS_SCHEMA), added(rejects_path, REJECTS_SCHEMA)
-    has_rejects = any(reason is not None for reason in result.counts)
-    if events is None or (has_rejects and rejects is None):
-        return decode_records(batch)
-    return records_from_tables(events, rejects)
 
 
 def _state_topics(settings: Settings, request: IngestRequest, batch: DataFrame) -> list[str]:

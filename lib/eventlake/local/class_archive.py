@@ -84,19 +84,10 @@ def exercise(settings: Settings, scratch: Path) -> None:
     from an ingest and a republish on a broker of the run's own, started an empty-topic
     ingest no sooner: 7.05-7.12 s against 7.12-7.17 s)."""
     from eventlake.batch_commits import BatchCommits
-    from eventlake.binding import decode_records
-    from eventlake.ingest.batch import append_batch
+    from eventlake.ingest.batch import append_batch, read_back
     from eventlake.local.samples import sample_records
-    from eventlake.state import apply_state, records_from_tables
-    from eventlake.tables import (
-        EVENTS,
-        EVENTS_SCHEMA,
-        KAFKA_SOURCE_SCHEMA,
-        REJECTS,
-        REJECTS_SCHEMA,
-        ensure_tables,
-        rows_added_by,
-    )
+    from eventlake.state import apply_state
+    from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
 
     # A local driver: the archive is of the driver's classes, wherever its tasks run.
     settings = settings.model_copy(
@@ -125,13 +116,7 @@ def exercise(settings: Settings, scratch: Path) -> None:
         rejects_path=rejects,
         locate=True,
     )
-    added = rows_added_by(spark, events, result.located[events], EVENTS_SCHEMA)
-    rejected = (
-        rows_added_by(spark, rejects, result.located[rejects], REJECTS_SCHEMA)
-        if rejects in result.located
-        else None
-    )
-    batch = records_from_tables(added, rejected) if added is not None else decode_records(records)
+    batch = read_back(spark, result, records, events, rejects)
     apply_state(spark, settings, batch, topics=[topic], app_id=topic, version=0)
 
     def count(rows: DataFrame, _batch_id: int) -> None:
