@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, Producer
@@ -208,6 +208,29 @@ def connection_lost_error(
 def make_admin(settings: Settings) -> AdminClient:
     """An admin client on the configured cluster."""
     return AdminClient(settings.kafka_client_options())
+
+
+def partition_counts(
+    settings: Settings,
+    topics: Sequence[str] = (),
+    *,
+    pattern: str | None = None,
+    timeout: float = 30.0,
+) -> dict[str, int]:
+    """How many partitions each of ``topics`` (or each topic matching ``pattern``, a full
+    match, as Spark subscribes) has; topics that do not exist are left out.
+
+    Example:
+        >>> partition_counts(settings, ["orders"])
+        {'orders': 3}
+    """
+    listed = make_admin(settings).list_topics(timeout=timeout).topics
+    if pattern is not None:
+        compiled = re.compile(pattern)
+        names = [t for t in listed if not t.startswith("__") and compiled.fullmatch(t)]
+    else:
+        names = [t for t in topics if t in listed]
+    return {name: len(listed[name].partitions) for name in sorted(names)}
 
 
 def create_topic(

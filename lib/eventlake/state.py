@@ -8,19 +8,22 @@ state and are only counted; records that are not valid CloudEvents (other reject
 not change state.
 
 Each batch is reduced to the last record per key by (partition, offset) and applied
-with one Delta MERGE per topic: tombstone -> delete, otherwise upsert. The MERGE runs
-under Delta's idempotent-write session settings (txnAppId/txnVersion), so a batch
-replayed after a crash is not applied twice. Change Data Feed is on, so downstream
+with one Delta MERGE per topic: tombstone -> delete, otherwise upsert. What the state
+table has applied is in the ledger (:mod:`eventlake.ledger`, job ``state``): a batch
+applies only records at or above those marks, and moves them after its MERGE
+(:func:`commit_state_marks`); a MERGE replayed after a crash before that applies the
+same latest records again, which changes nothing. Change Data Feed is on, so downstream
 readers see deletes as deletes.
 
 Example:
-    >>> apply_state(spark, settings, decoded_batch, topics=["customers"], app_id="a", version=7)
+    >>> apply_state(spark, settings, decoded_batch, topics=["customers"])
     {'customers': StateChange(upserted=12, deleted=3, skipped_no_key=0)}
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -29,6 +32,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
+from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
 from eventlake.settings import Settings
 from eventlake.spark import release, session_conf
 from eventlake.tables import (
@@ -41,8 +45,6 @@ from eventlake.tables import (
     state_path,
 )
 
-TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 #: Table property of a state table that may have missed tombstones (JSON: when it was
 #: found and the offsets), set by the compaction check and removed by reconcile only.
 COMPACTION_RISK_PROPERTY = "eventlake.compactionRisk"
@@ -170,10 +172,9 @@ def apply_state(
     decoded: DataFrame,
     *,
     topics: list[str],
-    app_id: str,
-    version: int,
 ) -> dict[str, StateChange]:
-    """Apply one decoded batch to the state tables of ``topics`` (idempotent per version).
+    """Apply decoded records to the state tables of ``topics``: the latest per key wins
+    (applying the same records twice changes nothing).
 
     A MERGE that loses a commit race (e.g. OPTIMIZE of the table committed while it
     ran) is retried, see :func:`_merge_batch`.
@@ -194,7 +195,7 @@ def apply_state(
     latest = merge_source(latest_per_key(records))
     keyless = {t: int(keyless_seen.get[f"_{i}"]) for i, t in enumerate(topics)}
     try:
-        return _merge_batch(spark, settings, latest, topics, keyless, app_id, version)
+        return _merge_batch(spark, settings, latest, topics, keyless)
     finally:
         release(latest)
 
@@ -205,8 +206,6 @@ def _merge_batch(
     latest: DataFrame,
     topics: list[str],
     keyless: dict[str, int],
-    app_id: str,
-    version: int,
 ) -> dict[str, StateChange]:
     from delta.exceptions import (
         ConcurrentAppendException,
@@ -220,18 +219,16 @@ def _merge_batch(
         path = ensure_state_table(spark, settings, topic)
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
-        txn = {TXN_APP_ID_CONF: f"{app_id}-state", TXN_VERSION_CONF: str(version)}
-        with session_conf(spark, txn | MATERIALIZED_SOURCE_CONFS):
+        with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
             before = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
             # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
             # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
             # files where it looked (ConcurrentAppend). Delta then commits nothing for
             # it, so running the same MERGE again on the new snapshot is safe: it applies
-            # the same latest-per-key rows, and the txnAppId/txnVersion set above still
-            # make it a no-op should this batch's MERGE ever have committed before.
+            # the same latest-per-key rows.
             retry_conflicts(
                 partial(_merge_latest, spark, path, source, values),
-                what=f"state {topic}: MERGE of batch {version}",
+                what=f"state {topic}: MERGE",
                 retryable=(
                     ConcurrentAppendException,
                     ConcurrentDeleteReadException,
@@ -289,54 +286,129 @@ def record_compaction_risk(spark: SparkSession, path: str, risk: dict[str, Any])
     )
 
 
+def commit_state_marks(
+    ledger: Ledger,
+    settings: Settings,
+    topic: str,
+    ends: Marks,
+    *,
+    caught_up_ms: int | None,
+    note: str,
+) -> int:
+    """Record in ``state/<topic>`` that every record of ``topic`` below ``ends`` is applied
+    (a mark never moves back), and when it last had read the whole log (``caught_up_ms``,
+    None: not now); a commit with no rows. Returns the table version.
+
+    Example:
+        >>> commit_state_marks(ledger, settings, "customers", {("customers", 0): 120},
+        ...                    caught_up_ms=1764050000000, note="batch 7")
+        12
+    """
+    path = str(state_path(settings, topic))
+    ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
+    extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
+    of_topic = {k: v for k, v in ends.items() if k[0] == topic}
+    return ledger.commit(path, ledger.write(path, None), STATE, of_topic, note=note, extra=extra)
+
+
+class StateConflictError(RuntimeError):
+    """A state table kept changing under a reconcile; the message says what to do."""
+
+
 def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> ReconcileReport:
     """Read the topic from earliest to its current end, compute the latest record per
     key, and make ``state/<topic>`` equal to it: upsert what differs, delete keys that
     no longer exist on the topic (tombstoned, or compacted away unseen).
+
+    Holds the topic's lease (:func:`eventlake.ledger.topic_leases`): a stream that keeps
+    the state table waits for it between two batches, and its next batch applies only
+    records after the offsets read here, which the state marks then hold. A MERGE that
+    loses a commit race to maintenance (OPTIMIZE) is retried.
     """
+    from delta.exceptions import (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+    )
     from delta.tables import DeltaTable
 
     from eventlake.binding import decode_records
+    from eventlake.compaction import topic_offsets
     from eventlake.kafka import spark_kafka_options
 
-    records = (
-        spark.read.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("subscribe", topic)
-        .option("includeHeaders", "true")
-        .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
-        .load()
-    )
-    decoded = decode_records(records).cache()
-    try:
-        read = decoded.count()
-        latest = merge_source(latest_per_key(applicable_records(decoded)))
-        wanted = latest.where(~F.col("_tombstone"))
-        keys = wanted.count()
-        path = ensure_state_table(spark, settings, topic)
-        values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
-        differs = (
-            "NOT (t.kafka_partition <=> s.kafka_partition AND t.kafka_offset <=> s.kafka_offset)"
+    ledger = Ledger(spark)
+    with ledger.leases(settings.warehouse, [topic], job="reconcile"):
+        read_at_ms = int(time.time() * 1000)
+        _, head = topic_offsets(settings, topic)
+        ends = {(topic, p): offset for p, offset in head.items()}
+        records = (
+            spark.read.format("kafka")
+            .options(**spark_kafka_options(settings))
+            .option("subscribe", topic)
+            .option("includeHeaders", "true")
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", json.dumps({topic: {str(p): o for p, o in head.items()}}))
+            .load()
         )
-        with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
-            (
-                DeltaTable.forPath(spark, path)
-                .alias("t")
-                .merge(wanted.alias("s"), "t.kafka_key = s.kafka_key")
-                .whenMatchedUpdate(condition=differs, set=values)
-                .whenNotMatchedInsert(values=values)
-                .whenNotMatchedBySourceDelete()
-                .execute()
+        decoded = decode_records(records).cache()
+        try:
+            read = decoded.count()
+            latest = merge_source(latest_per_key(applicable_records(decoded)))
+            wanted = latest.where(~F.col("_tombstone"))
+            keys = wanted.count()
+            path = ensure_state_table(spark, settings, topic)
+            values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
+            differs = (
+                "NOT (t.kafka_partition <=> s.kafka_partition "
+                "AND t.kafka_offset <=> s.kafka_offset)"
             )
-        metrics = _merge_metrics(spark, path)
-        # The table now equals the topic: whatever it may have missed is repaired.
-        spark.sql(
-            f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS "
-            f"('{COMPACTION_RISK_PROPERTY}')"
-        )
-    finally:
-        decoded.unpersist()
+
+            def merge() -> None:
+                (
+                    DeltaTable.forPath(spark, path)
+                    .alias("t")
+                    .merge(wanted.alias("s"), "t.kafka_key = s.kafka_key")
+                    .whenMatchedUpdate(condition=differs, set=values)
+                    .whenNotMatchedInsert(values=values)
+                    .whenNotMatchedBySourceDelete()
+                    .execute()
+                )
+
+            with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
+                try:
+                    # The lease keeps state writers out; maintenance may still rewrite
+                    # the files (OPTIMIZE): the MERGE then commits nothing, and is run
+                    # again on the new snapshot.
+                    retry_conflicts(
+                        merge,
+                        what=f"reconcile {topic}",
+                        retryable=(
+                            ConcurrentAppendException,
+                            ConcurrentDeleteReadException,
+                            ConcurrentDeleteDeleteException,
+                        ),
+                    )
+                except (
+                    ConcurrentAppendException,
+                    ConcurrentDeleteReadException,
+                    ConcurrentDeleteDeleteException,
+                ) as error:
+                    raise StateConflictError(
+                        f"reconcile {topic}: state/{topic} kept changing under the MERGE "
+                        f"({type(error).__name__}); nothing was changed. Run it again once "
+                        "maintenance of the table (eventlake maintain) has finished."
+                    ) from None
+            metrics = _merge_metrics(spark, path)
+            commit_state_marks(
+                ledger, settings, topic, ends, caught_up_ms=read_at_ms, note="reconcile"
+            )
+            # The table now equals the topic: whatever it may have missed is repaired.
+            spark.sql(
+                f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS "
+                f"('{COMPACTION_RISK_PROPERTY}')"
+            )
+        finally:
+            decoded.unpersist()
     return ReconcileReport(
         topic=topic,
         records_read=read,

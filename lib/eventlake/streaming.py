@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -37,8 +38,9 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
-from eventlake.batch_commits import BatchCommits
-from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint, hold_checkpoint
+from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
+from eventlake.ledger import Marks
+from eventlake.offset_log import last_committed_batch, planned_batch
 from eventlake.run_summary import RunSummary
 
 AVAILABLE_NOW: Final = "available-now"
@@ -102,15 +104,53 @@ def holding_checkpoint(checkpoints: Path, job: str, run: CheckpointedRun) -> Ite
 
 @dataclass(frozen=True)
 class ClaimedCheckpoint:
-    """A run's checkpoint, held and claimed: its folder, the app id that names the run's
-    commits, which of its batches the tables already hold, and the job and trigger of
-    the run that holds it."""
+    """A run's checkpoint, held and claimed: its folder, its app id, and the job and
+    trigger of the run that holds it. Where the stream stands is the ledger's
+    (:mod:`eventlake.ledger`); the checkpoint only caches it."""
 
     folder: Path
     app_id: str
-    commits: BatchCommits
     job: str
     trigger: str
+
+    @property
+    def spark_folder(self) -> Path:
+        """Spark's own checkpoint data (offsets and commits of its batches)."""
+        return self.folder / SPARK_FOLDER
+
+    def resume_from(self, position: Marks) -> bool:
+        """Make the checkpoint agree with the ledger's ``position`` before the stream
+        starts; True when Spark will start from its starting offsets (a new checkpoint,
+        or one discarded here), which the caller then takes from the ledger.
+
+        A checkpoint behind the ledger is kept: its records below the marks are dropped
+        before they are written. One ahead of it (the tables lack what Spark thinks is
+        done: restored tables, a run that moved the state table's part of the ledger
+        back) is discarded, so that the stream restarts at the ledger.
+
+        Example:
+            >>> claimed.resume_from({("orders", 0): 1200})
+            False
+        """
+        last = last_committed_batch(self.spark_folder)
+        if last is None:
+            offsets = self.spark_folder / "offsets"
+            return not (offsets.is_dir() and any(offsets.iterdir()))
+        ends = planned_batch(self.spark_folder, last).ends
+        # A partition the ledger has no mark for holds nothing in the tables.
+        ahead = sorted(k for k, end in ends.items() if end > position.get(k, 0))
+        if not ahead:
+            return False
+        shown = ", ".join(
+            f"{t}/{p}: {ends[(t, p)]} > {position.get((t, p), 0)}" for t, p in ahead[:5]
+        )
+        print(
+            f"{self.job}: checkpoint {self.folder.name} is ahead of what the tables hold "
+            f"({shown}); restarting it from the ledger",
+            flush=True,
+        )
+        shutil.rmtree(self.spark_folder)
+        return True
 
     def stream(
         self,
@@ -144,37 +184,26 @@ class ClaimedCheckpoint:
 
 @contextmanager
 def claimed_checkpoint(
-    spark: SparkSession,
     checkpoints: Path,
     job: str,
     run: CheckpointedRun,
     *,
     source: str,
     targets: Sequence[str],
-    tables: Sequence[str],
-    before_first_claim: Callable[[Path], None] | None = None,
 ) -> Iterator[ClaimedCheckpoint]:
-    """Hold the run's checkpoint (:func:`holding_checkpoint`), claim it for ``source``
+    """Hold the run's checkpoint (:func:`holding_checkpoint`) and claim it for ``source``
     and ``targets`` (:func:`eventlake.checkpoint.claim_checkpoint`: a checkpoint is never
-    reused for another source), and open the record of the Delta ``tables``' commits.
-
-    ``before_first_claim`` runs on a checkpoint no run has claimed yet, before it is
-    claimed, e.g. to refuse a new checkpoint that would replay what the tables hold.
+    reused for another source).
 
     Example:
-        >>> with claimed_checkpoint(spark, settings.checkpoints, "ingest", request,
-        ...                         source="topics:orders", targets=[events, rejects],
-        ...                         tables=[events, rejects]) as claimed:
-        ...     claimed.commits.committed(spark, events, 0)
-        False
+        >>> with claimed_checkpoint(settings.checkpoints, "ingest", request,
+        ...                         source="topics:orders", targets=[events, rejects]) as claimed:
+        ...     claimed.resume_from(position)
+        True
     """
     with holding_checkpoint(checkpoints, job, run) as folder:
-        fresh = not (folder / IDENTITY_FILE).exists()
-        if fresh and before_first_claim is not None:
-            before_first_claim(folder)
         identity = claim_checkpoint(folder, source=source, targets=list(targets))
-        commits = BatchCommits.open(spark, folder, identity.app_id, list(tables), fresh=fresh)
-        yield ClaimedCheckpoint(folder, identity.app_id, commits, job, run.trigger)
+        yield ClaimedCheckpoint(folder, identity.app_id, job, run.trigger)
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,13 @@
 Two ways to run, one decode and write path:
 
 * streaming (Structured Streaming, ``available-now`` or ``processing-time=<interval>``):
-  progress lives in a checkpoint; each micro-batch's commits name the batch
-  (:mod:`eventlake.batch_commits`), so a batch replayed after a crash is not written
-  twice;
-* bounded batch (explicit ending offsets, for backfills and replays): the records are
-  merged into the tables on their Kafka coordinates, inserting only what is absent, so
-  a replay of a range already ingested adds nothing.
+  Spark's checkpoint caches where the stream is;
+* bounded batch (explicit ending offsets, for backfills and full refreshes): one batch
+  from where the tables stand up to the ending offsets.
+
+Both land only what the ledger (:mod:`eventlake.ledger`) does not hold yet, and move
+it in the same commits as the rows: a batch replayed after a crash, a backfill before
+the next scheduled run, or two processes on one topic never write a record twice.
 
 Every record read lands in exactly one table: the decoder gives each row either no
 reject reason (events) or one (rejects).
@@ -27,16 +28,15 @@ counts every run keeps (:mod:`eventlake.run_summary`) or the state tables
 (:mod:`eventlake.state`).
 """
 
-from eventlake.ingest.batch import BatchResult, append_batch
+from eventlake.ingest.batch import BatchResult, land_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary
-from eventlake.ingest.run import next_offsets_from_tables, run_ingest
+from eventlake.ingest.run import run_ingest
 
 __all__ = [
     "BatchResult",
     "IngestError",
     "IngestRequest",
     "IngestSummary",
-    "append_batch",
-    "next_offsets_from_tables",
+    "land_batch",
     "run_ingest",
 ]

@@ -1,9 +1,15 @@
-"""One micro-batch of Kafka records into the events and rejects tables, exactly once: the
-decode and write path that streaming runs share.
+"""One batch of Kafka records into the events and rejects tables, exactly once per record:
+the decode and write path that every ingest (stream, scheduled, backfill) shares.
+
+What has landed is the ledger's (:mod:`eventlake.ledger`): a batch lands only the
+records at or above the marks, and moves them to the batch's end offsets in the same
+commits. The rejects commit (when the batch has rejects) comes first, the events commit
+(always, with no rows when there are none) last: the events marks are where ingest
+stands, the rejects marks keep a replay from writing rejects twice.
 
 Example:
-    >>> result = append_batch(spark, records, commits=commits, version=7,
-    ...                       events_path=events, rejects_path=rejects)
+    >>> result = land_batch(spark, records, ledger=ledger, ends={("orders", 0): 120},
+    ...                     events_path=events, rejects_path=rejects, note="batch 7")
     >>> result.counts
     {None: 117, 'plain_tombstone': 3}
 """
@@ -15,108 +21,154 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.types import StructType
 
-from eventlake.batch_commits import BatchCommits
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
+from eventlake.ledger import INGEST, Ledger, LedgerMovedError, Marks, unlanded
 from eventlake.observed import reason_counts, rejects_lost
 from eventlake.state import records_from_tables
 from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, rows_added_by
 
+#: How many times a batch is landed again after another process moved its marks.
+LEDGER_ATTEMPTS = 3
+
+_KAFKA_ROW = {"topic": "topic", "partition": "partition", "offset": "offset"}
+
 
 @dataclass
 class BatchResult:
-    """Counts of one appended batch per reject reason (``None``: events), and warnings."""
+    """Counts of one landed batch per reject reason (``None``: events), and warnings."""
 
     counts: dict[str | None, int]
     warnings: list[str] = field(default_factory=list)
-    #: Per table path, the version whose commit holds this batch's rows, when
-    #: append_batch was asked to locate them (tables the batch has no commit in: absent).
+    #: Per table path, the version whose commit holds the rows this batch landed.
     located: dict[str, int] = field(default_factory=dict)
+    #: The marks before this batch: records below them were landed before.
+    events_marks: Marks = field(default_factory=dict)
+    rejects_marks: Marks = field(default_factory=dict)
 
 
-def append_batch(
+def land_batch(
     spark: SparkSession,
     records: DataFrame,
     *,
-    commits: BatchCommits,
-    version: int,
+    ledger: Ledger,
+    ends: Marks,
     events_path: str,
     rejects_path: str,
-    locate: bool = False,
+    note: str,
+    starts: Marks | None = None,
     skip_if_empty: bool = True,
 ) -> BatchResult:
-    """Append one batch of Kafka rows to the events and rejects tables, exactly once per
-    batch ``version`` of the stream ``commits`` belongs to, and count it by reason.
+    """Land one batch of Kafka rows (offsets up to ``ends``) in the events and rejects
+    tables: what the ledger does not hold yet, exactly once, counted by reason.
 
-    One pass reads, decodes, writes the events and counts; only a batch with rejects is
-    read a second time, for the rejects. Holding every batch in a cache instead cost more
-    than the second read of the few batches that have rejects. With ``locate`` (the
-    batch has more to do, e.g. state), ``result.located`` names the table versions that
-    hold the batch's rows, also when a crashed run committed them: the rows are read
-    back from there (:func:`eventlake.tables.rows_added_by`), which costs less than
-    holding the whole decoded batch.
+    One pass reads, decodes, writes the events' files and counts; only a batch with
+    rejects is read a second time, for the rejects. ``starts`` (where the batch begins,
+    when known) spares the filter on the marks when nothing of the batch has landed.
+    When another process lands the same partitions meanwhile, the commit is refused and
+    the batch is landed again above the new marks.
 
     Example:
-        >>> append_batch(spark, batch, commits=commits, version=7, events_path=e, rejects_path=r)
-        BatchResult(counts={None: 998, 'malformed_json': 2}, warnings=[], located={})
+        >>> land_batch(spark, batch, ledger=ledger, ends={("o", 0): 1000}, events_path=e,
+        ...            rejects_path=r, note="batch 7").counts
+        {None: 998, 'malformed_json': 2}
     """
     # An empty batch (a new stream's first, on a topic with nothing new) costs one small
     # read here instead of Delta's write path, which in a fresh process takes seconds.
-    # Later batches skip the check: Spark starts no batch without records then, and an
-    # empty append commits nothing.
     if skip_if_empty and records.isEmpty():
-        return BatchResult({})
+        topics = {t for t, _ in ends}
+        known = ledger.marks(events_path, INGEST, topics)
+        if all(known.get(key, -1) >= end for key, end in ends.items()):
+            return BatchResult({})
+    for attempt in range(1, LEDGER_ATTEMPTS + 1):
+        try:
+            return _land(spark, records, ledger, ends, events_path, rejects_path, note, starts)
+        except LedgerMovedError as moved:
+            if attempt == LEDGER_ATTEMPTS:
+                raise
+            print(f"ingest: {note}: {moved}; landing what is still missing", flush=True)
+            starts = None
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def append(rows: DataFrame, path: str) -> None:
-        commits.append(spark, rows, path, version)
 
+def _land(
+    spark: SparkSession,
+    records: DataFrame,
+    ledger: Ledger,
+    ends: Marks,
+    events_path: str,
+    rejects_path: str,
+    note: str,
+    starts: Marks | None,
+) -> BatchResult:
+    topics = {t for t, _ in ends}
+    events_marks = ledger.marks(events_path, INGEST, topics)
+    rejects_marks = ledger.marks(rejects_path, INGEST, topics)
+
+    def missing(marks: Marks) -> DataFrame:
+        # Records below a mark landed before (a replay, a backfill, another process).
+        if starts is not None and all(starts.get(k, 0) >= m for k, m in marks.items()):
+            return records
+        return records.where(unlanded(marks, **_KAFKA_ROW))
+
+    result = BatchResult({}, events_marks=events_marks, rejects_marks=rejects_marks)
     seen = Observation()
-    decoded = decode_records(records, seen)
-    # A replayed batch (after a crash) skips the appends it committed before; the counts
-    # then come from a pass that writes nothing, since an observation is filled only by a
-    # job that runs.
-    rejects_done = commits.committed(spark, rejects_path, version)
-    if not commits.committed(spark, events_path, version):
-        append(to_events(decoded), events_path)
-    elif not rejects_done:
-        append(to_rejects(decoded), rejects_path)
-        rejects_done = True
-    else:
-        decoded.write.format("noop").mode("overwrite").save()
-    result = BatchResult(reason_counts(seen, RejectReason))
+    pending_events = ledger.write(
+        events_path, to_events(decode_records(missing(events_marks), seen))
+    )
+    result.counts = reason_counts(seen, RejectReason)
     rejects = sum(n for reason, n in result.counts.items() if reason is not None)
-    if rejects and not rejects_done:
+    if rejects:
         seen_again = Observation()
-        append(to_rejects(decode_records(records, seen_again)), rejects_path)
+        decoded_again = decode_records(missing(rejects_marks), seen_again)
+        pending_rejects = ledger.write(rejects_path, to_rejects(decoded_again))
+        version = ledger.commit(rejects_path, pending_rejects, INGEST, ends, note=note)
+        result.located[rejects_path] = version
         lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
-        if lost:
-            result.warnings.append(f"batch {version}: {lost}")
-    if locate:
-        for path in [events_path, rejects_path] if rejects else [events_path]:
-            found = commits.commit_version(spark, path, version)
-            if found is not None:
-                result.located[path] = found
+        # Rejects above the events marks but below the rejects marks landed before.
+        if lost and rejects_marks == {k: events_marks.get(k, 0) for k in rejects_marks}:
+            result.warnings.append(f"{note}: {lost}")
+    result.located[events_path] = ledger.commit(
+        events_path, pending_events, INGEST, ends, note=note
+    )
     return result
 
 
 def read_back(
-    spark: SparkSession, result: BatchResult, batch: DataFrame, events_path: str, rejects_path: str
+    spark: SparkSession,
+    result: BatchResult,
+    batch: DataFrame,
+    events_path: str,
+    rejects_path: str,
+    state_marks: Marks,
 ) -> DataFrame:
-    """The batch's rows as its commits added them to the events and rejects tables (from
-    an :func:`append_batch` with ``locate``), decoded again from ``batch`` when they
-    cannot be read back (see :func:`eventlake.tables.rows_added_by`).
+    """The batch's records at or above ``state_marks``, as decoded rows for
+    :func:`eventlake.state.apply_state`: read back from the files this batch's commits
+    added when those hold them all (see :func:`eventlake.tables.rows_added_by`), decoded
+    again from ``batch`` otherwise (a replay, rows that cannot be read back).
 
     Example:
-        >>> result = append_batch(spark, batch, commits=c, version=7, events_path=e,
-        ...                       rejects_path=r, locate=True)
-        >>> apply_state(spark, settings, read_back(spark, result, batch, e, r), ...)
+        >>> result = land_batch(spark, batch, ledger=ledger, ends=ends, ...)
+        >>> apply_state(spark, settings, read_back(spark, result, batch, e, r, marks), ...)
     """
 
     def added(path: str, schema: StructType) -> DataFrame | None:
         version = result.located.get(path)
         return None if version is None else rows_added_by(spark, path, version, schema)
 
-    events, rejects = added(events_path, EVENTS_SCHEMA), added(rejects_path, REJECTS_SCHEMA)
+    def covers(landed_from: Marks) -> bool:
+        # This batch's commits hold every record from landed_from on.
+        return all(state_marks.get(k, 0) >= m for k, m in landed_from.items())
+
     has_rejects = any(reason is not None for reason in result.counts)
-    if events is None or (has_rejects and rejects is None):
-        return decode_records(batch)
-    return records_from_tables(events, rejects)
+    events = added(events_path, EVENTS_SCHEMA)
+    rejects = added(rejects_path, REJECTS_SCHEMA) if has_rejects else None
+    readable = events is not None and (not has_rejects or rejects is not None)
+    if (
+        readable
+        and covers(result.events_marks)
+        and (not has_rejects or covers(result.rejects_marks))
+    ):
+        rows = records_from_tables(events, rejects)  # type: ignore[arg-type]
+    else:
+        rows = decode_records(batch)
+    return rows.where(unlanded(state_marks))

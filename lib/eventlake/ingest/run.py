@@ -1,6 +1,10 @@
-"""The ingest runs: streaming (one :func:`eventlake.ingest.batch.append_batch` per
-micro-batch, under a checkpoint) and bounded (insert-if-absent on the Kafka
-coordinates); the compaction check of state topics before a run, and recovery hints.
+"""The ingest runs: streaming (one :func:`eventlake.ingest.batch.land_batch` per
+micro-batch) and bounded (one batch from the ledger's marks to the ending offsets); the
+compaction check of state topics before a run, and recovery hints.
+
+Every run lands only what the ledger (:mod:`eventlake.ledger`) does not hold yet, under
+the lease of each topic it lands: a backfill, a full refresh, a second or lost checkpoint
+and a stream beside the schedule all stay exactly once.
 
 Example:
     >>> run_ingest(spark, settings, IngestRequest(topics=("orders",))).line()
@@ -9,48 +13,50 @@ Example:
 
 from __future__ import annotations
 
-import json
-import re
 import time
-from pathlib import Path
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
-from eventlake.compaction import check_compaction
-from eventlake.ingest.batch import append_batch, read_back
+from eventlake.compaction import check_compaction, topic_offsets
+from eventlake.ingest.batch import land_batch, read_back
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
-from eventlake.kafka import check_connection, connection_lost_error
-from eventlake.observed import reason_counts, rejects_lost
-from eventlake.settings import Settings
-from eventlake.spark import release
-from eventlake.state import apply_state, reconcile_state
-from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
-from eventlake.tables import (
-    EVENTS,
-    INGEST_JOB,
-    INGEST_TABLES,
-    KAFKA_COORDINATES,
-    REJECTS,
-    ensure_tables,
-    ingested_next_offsets,
-    merge_source,
+from eventlake.kafka import check_connection, connection_lost_error, partition_counts
+from eventlake.ledger import (
+    INGEST,
+    STATE,
+    Ledger,
+    Marks,
 )
+from eventlake.offset_log import PlannedBatch, planned_batch
+from eventlake.ranges import (
+    bounded_range,
+    offsets_json,
+    requested_starts,
+    starting_offsets_json,
+)
+from eventlake.settings import Settings
+from eventlake.state import apply_state, commit_state_marks, reconcile_state
+from eventlake.streaming import (
+    AVAILABLE_NOW,
+    ClaimedCheckpoint,
+    checkpoint_folder,
+    claimed_checkpoint,
+)
+from eventlake.tables import EVENTS, REJECTS, ensure_tables, ingested_next_offsets, state_path
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     """Run one ingest (streaming or bounded batch) and return its counts."""
     started = time.monotonic()
     check_connection(settings)
-    new_tables = ensure_tables(spark, settings)
+    ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
+    ledger = Ledger(spark)
     try:
         summary = (
-            _run_bounded(spark, settings, request)
+            _run_bounded(spark, settings, request, ledger)
             if request.bounded
-            else _run_streaming(
-                spark, settings, request, tables_are_new=new_tables == set(INGEST_TABLES)
-            )
+            else _run_streaming(spark, settings, request, ledger)
         )
     except Exception as error:
         lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
@@ -69,13 +75,13 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
 def _resume_hint(settings: Settings, request: IngestRequest) -> str:
     if request.bounded:
         return (
-            "Once Kafka answers, rerun the same command: a bounded run inserts only records "
-            "not yet in the tables."
+            "Once Kafka answers, rerun the same command: a run lands only records the "
+            "tables do not hold yet."
         )
     checkpoint = checkpoint_folder(settings.checkpoints, request)
     return (
-        f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
-        "command; it resumes after the last committed batch and writes nothing twice."
+        f"What has landed is kept in the tables (and cached in checkpoint {checkpoint}): "
+        "once Kafka answers, rerun the same command; it resumes there and writes nothing twice."
     )
 
 
@@ -100,154 +106,213 @@ def _compaction_warnings(
 
 
 def _run_streaming(
-    spark: SparkSession, settings: Settings, request: IngestRequest, *, tables_are_new: bool
+    spark: SparkSession, settings: Settings, request: IngestRequest, ledger: Ledger
 ) -> IngestSummary:
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
-
-    def refuse_silent_replay(checkpoint: Path) -> None:
-        # Tables created by this run hold nothing that a replay could duplicate.
-        if not tables_are_new and request.starting_offsets == "earliest":
-            _refuse_silent_replay(spark, settings, request, checkpoint.name)
-
+    run_started_ms = int(time.time() * 1000)
     with claimed_checkpoint(
-        spark,
         settings.checkpoints,
         "ingest",
         request,
         source=request.source_description,
         targets=[events_path, rejects_path],
-        tables=[events_path, rejects_path],
-        before_first_claim=refuse_silent_replay,
     ) as claimed:
-        return _stream(spark, settings, request, claimed, events_path, rejects_path)
+        partitions = partition_counts(settings, request.topics, pattern=request.topic_pattern)
+        where = _position(spark, ledger, settings, request, list(partitions))
+        options = kafka_reader_options(settings, request)
+        if claimed.resume_from(where) and where:
+            # A new (or lost) checkpoint starts where the tables stand, not at 'earliest'.
+            options["startingOffsets"] = starting_offsets_json(
+                where, partitions, requested_starts(request.starting_offsets, partitions)
+            )
+            print(f"ingest: starting from the ledger: {options['startingOffsets']}", flush=True)
+        return _stream(spark, settings, request, ledger, claimed, options, run_started_ms)
+
+
+def _position(
+    spark: SparkSession,
+    ledger: Ledger,
+    settings: Settings,
+    request: IngestRequest,
+    topics: list[str],
+) -> Marks:
+    """Where this run stands per partition: the events marks, and for topics whose state
+    table it keeps, the lower of those and the state marks (none: 0, so that a new state
+    table is filled from the start of the topic)."""
+    events = landed_marks(spark, ledger, settings, topics)
+    where = dict(events)
+    for topic in _kept_state(settings, request, topics):
+        state = ledger.marks(str(state_path(settings, topic)), STATE, [topic])
+        for key in [k for k in events if k[0] == topic]:
+            where[key] = min(events[key], state.get(key, 0))
+    return where
+
+
+def landed_marks(
+    spark: SparkSession, ledger: Ledger, settings: Settings, topics: list[str]
+) -> Marks:
+    """The events marks of ``topics`` (where ingest stands). A topic the tables hold but
+    the ledger does not (a warehouse from before the ledger) is adopted first: its marks
+    are taken from the tables' rows and committed.
+
+    Example:
+        >>> landed_marks(spark, Ledger(spark), settings, ["orders"])
+        {('orders', 0): 1200}
+    """
+    events_path = str(settings.table_path(EVENTS))
+    rejects_path = str(settings.table_path(REJECTS))
+    marks = ledger.marks(events_path, INGEST, topics)
+    for topic in sorted(set(topics) - {t for t, _ in marks}):
+        found = ingested_next_offsets(spark, settings, topic).get(topic)
+        if not found:
+            continue
+        adopted = {(topic, p): o for p, o in found.items()}
+        with ledger.leases(settings.warehouse, [topic], job="ingest (adopting)"):
+            ledger.marks(rejects_path, INGEST, [topic])
+            for path in (rejects_path, events_path):
+                ledger.commit(path, ledger.write(path, None), INGEST, adopted, note="adopted")
+        print(f"ingest: {topic}: the tables held it before the ledger: adopted {adopted}")
+        marks.update(adopted)
+    return marks
 
 
 def _stream(
     spark: SparkSession,
     settings: Settings,
     request: IngestRequest,
+    ledger: Ledger,
     claimed: ClaimedCheckpoint,
-    events_path: str,
-    rejects_path: str,
+    options: dict[str, str],
+    run_started_ms: int,
 ) -> IngestSummary:
+    events_path = str(settings.table_path(EVENTS))
+    rejects_path = str(settings.table_path(REJECTS))
     summary = IngestSummary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
-        first_of_run = summary.batches == 0
-        state_topics = _state_topics(settings, request, batch)
-        result = append_batch(
-            spark,
-            batch,
-            commits=claimed.commits,
-            version=batch_id,
-            events_path=events_path,
-            rejects_path=rejects_path,
-            locate=bool(state_topics),
-            skip_if_empty=first_of_run,
-        )
-        for warning in result.warnings:
-            print(f"ingest: WARNING {warning}", flush=True)
-        summary.warnings.extend(result.warnings)
-        if state_topics and result.counts:
-            # After both appends: a crash in between replays the batch, the appends are
-            # skipped as already committed, and the MERGE runs once.
-            summary.add_state(
-                apply_state(
-                    spark,
-                    settings,
-                    read_back(spark, result, batch, events_path, rejects_path),
-                    topics=state_topics,
-                    app_id=claimed.app_id,
-                    version=batch_id,
-                )
+        planned = planned_batch(claimed.spark_folder, batch_id)
+        starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
+        topics = sorted({topic for topic, _ in planned.ends})
+        note = f"{claimed.folder.name} batch {batch_id}"
+        with ledger.leases(settings.warehouse, topics, job=f"ingest {claimed.folder.name}"):
+            result = land_batch(
+                spark,
+                batch,
+                ledger=ledger,
+                ends=planned.ends,
+                events_path=events_path,
+                rejects_path=rejects_path,
+                note=note,
+                starts=starts,
+                skip_if_empty=summary.batches == 0,
             )
+            for warning in result.warnings:
+                print(f"ingest: WARNING {warning}", flush=True)
+            summary.warnings.extend(result.warnings)
+            state_topics = _kept_state(settings, request, topics)
+            if state_topics:
+                caught_up = _caught_up_ms(settings, request, planned, run_started_ms)
+                state_marks = {
+                    k: v
+                    for t in state_topics
+                    for k, v in ledger.marks(str(state_path(settings, t)), STATE, [t]).items()
+                }
+                behind = [
+                    t
+                    for t in state_topics
+                    if any(
+                        state_marks.get(k, -1) < end for k, end in planned.ends.items() if k[0] == t
+                    )
+                ]
+                if behind:
+                    rows = read_back(spark, result, batch, events_path, rejects_path, state_marks)
+                    summary.add_state(apply_state(spark, settings, rows, topics=behind))
+                for topic in state_topics:
+                    commit_state_marks(
+                        ledger, settings, topic, planned.ends, caught_up_ms=caught_up, note=note
+                    )
         return result.counts
 
-    options = kafka_reader_options(settings, request)
     claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
 
 
-def _state_topics(settings: Settings, request: IngestRequest, batch: DataFrame) -> list[str]:
-    """Topics of this batch whose state table is kept: all with --state, else those
-    listed in settings.state_topics."""
-    if not request.state and not settings.state_topics:
-        return []
-    if request.topic_pattern:
-        present = [r["topic"] for r in batch.select("topic").distinct().collect()]
-    else:
-        present = list(request.topics)
+def _caught_up_ms(
+    settings: Settings, request: IngestRequest, planned: PlannedBatch, run_started_ms: int
+) -> int | None:
+    """When (epoch ms) a batch's end offsets were the head of the log, if they were: the
+    state table then has read everything written before that time.
+
+    Without a rate limit Spark reads each batch to the head it sees when it plans it (an
+    available-now run: the head at its start); with ``max_offsets_per_trigger`` the batch
+    counts only when its ends reach the head Kafka reports now."""
+    if not settings.max_offsets_per_trigger:
+        return run_started_ms if request.trigger == AVAILABLE_NOW else planned.planned_at_ms
+    now_ms = int(time.time() * 1000)
+    for topic in {t for t, _ in planned.ends}:
+        _, head = topic_offsets(settings, topic)
+        if any(planned.ends.get((topic, p), 0) < end for p, end in head.items()):
+            return None
+    return now_ms
+
+
+def _kept_state(settings: Settings, request: IngestRequest, topics: list[str]) -> list[str]:
+    """Topics among ``topics`` whose state table this run keeps: all with --state, else
+    those listed in settings.state_topics."""
     if request.state:
-        return sorted(present)
-    return sorted(t for t in present if t in settings.state_topics)
+        return sorted(topics)
+    return sorted(t for t in topics if t in settings.state_topics)
 
 
-def _refuse_silent_replay(
-    spark: SparkSession, settings: Settings, request: IngestRequest, checkpoint_name: str
-) -> None:
-    """A new checkpoint reading from earliest into tables that already hold these topics
-    would append every record a second time: stop and say how to resume instead."""
-    offsets = next_offsets_from_tables(spark, settings)
-    if request.topic_pattern:
-        pattern = re.compile(request.topic_pattern)
-        seen = {t: o for t, o in offsets.items() if pattern.fullmatch(t)}
-    else:
-        seen = {t: o for t, o in offsets.items() if t in request.topics}
-    if seen:
-        raise IngestError(
-            f"Checkpoint {checkpoint_name!r} is new (or was deleted) but the tables already "
-            f"hold records of {sorted(seen)}. Reading from 'earliest' would duplicate them. "
-            "Restore the checkpoint, or resume after the last ingested records with "
-            f"--starting-offsets '{json.dumps(seen)}'."
-        )
-
-
-def _run_bounded(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
-    from delta.tables import DeltaTable
-
-    records = spark.read.format("kafka").options(**kafka_reader_options(settings, request)).load()
+def _run_bounded(
+    spark: SparkSession, settings: Settings, request: IngestRequest, ledger: Ledger
+) -> IngestSummary:
+    """One batch from the ledger's marks (where there are none: ``--starting-offsets``)
+    up to ``--ending-offsets``: a backfill or full refresh adds only what is missing."""
+    events_path = str(settings.table_path(EVENTS))
+    rejects_path = str(settings.table_path(REJECTS))
     summary = IngestSummary()
-    match = " AND ".join(f"t.{c} = s.{c}" for c in KAFKA_COORDINATES)
-    # Rejects of the same record by republish are its reads, not ours: not a match.
-    # (Rows from before rejected_by existed have it null; they were ingest's.)
-    ours = f"coalesce(t.rejected_by, '{INGEST_JOB}') = s.rejected_by"
-
-    def insert_absent(name: str, rows: DataFrame, condition: str) -> None:
-        target = DeltaTable.forPath(spark, str(settings.table_path(name)))
-        # Insert-if-absent on the Kafka coordinates: replays add nothing.
-        target.alias("t").merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute()
-
-    seen = Observation()
-    # The one pass over the records: read, decode, count, hold the events.
-    events = merge_source(to_events(decode_records(records, seen)))
-    counts = reason_counts(seen, RejectReason)
-    summary.add_batch(counts)
-    if counts.get(None):
-        insert_absent(EVENTS, events, match)
-    if any(reason is not None for reason in counts):
-        seen_again = Observation()
-        rejects = merge_source(to_rejects(decode_records(records, seen_again)))
-        insert_absent(REJECTS, rejects, f"{match} AND {ours}")
-        release(rejects)
-        lost = rejects_lost(counts, reason_counts(seen_again, RejectReason))
-        if lost:
-            print(f"ingest: WARNING {lost}", flush=True)
-            summary.warnings.append(lost)
-    release(events)
+    partitions = partition_counts(settings, request.topics, pattern=request.topic_pattern)
+    if not partitions:
+        raise IngestError(f"No topic to read: {request.source_description} matches none.")
+    with ledger.leases(settings.warehouse, list(partitions), job="ingest (bounded)"):
+        # The events marks are where ingest stands (see eventlake.ledger).
+        landed = landed_marks(spark, ledger, settings, list(partitions))
+        starts, ends = bounded_range(
+            settings,
+            landed,
+            request.starting_offsets,
+            request.ending_offsets or "latest",
+            partitions,
+        )
+        if all(starts[key] >= ends[key] for key in ends):
+            print(
+                f"ingest: nothing to land: the tables hold {request.source_description} "
+                "up to the ending offsets",
+                flush=True,
+            )
+            return summary
+        records = (
+            spark.read.format("kafka")
+            .options(**kafka_reader_options(settings, request))
+            .option("startingOffsets", offsets_json(starts))
+            .option("endingOffsets", offsets_json(ends))
+            .load()
+        )
+        result = land_batch(
+            spark,
+            records,
+            ledger=ledger,
+            ends=ends,
+            events_path=events_path,
+            rejects_path=rejects_path,
+            note="bounded run",
+            starts=starts,
+            skip_if_empty=False,
+        )
+    summary.add_batch(result.counts)
+    for warning in result.warnings:
+        print(f"ingest: WARNING {warning}", flush=True)
+        summary.warnings.append(warning)
     return summary
-
-
-def next_offsets_from_tables(spark: SparkSession, settings: Settings) -> dict[str, dict[str, int]]:
-    """Per topic and partition, the offset after the last record in events or rejects.
-
-    This is the recovery path for a lost checkpoint: pass it as ``--starting-offsets``.
-
-    Example:
-        >>> next_offsets_from_tables(spark, settings)
-        {'orders': {'0': 1200, '1': 1187}}
-    """
-    return {
-        topic: {str(partition): offset for partition, offset in partitions.items()}
-        for topic, partitions in ingested_next_offsets(spark, settings).items()
-    }

@@ -1,0 +1,107 @@
+"""The offsets a run reads: where it starts (the ledger's marks, else what was asked),
+where a bounded run ends, and Spark's JSON for both.
+
+Example:
+    >>> starts, ends = bounded_range(settings, {("orders", 0): 1200}, "earliest", "latest",
+    ...                              {"orders": 1})
+    >>> starts, ends
+    ({('orders', 0): 1200}, {('orders', 0): 1500})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from eventlake.ledger import Marks
+from eventlake.settings import Settings
+
+#: Spark's per-partition offsets for "earliest" and "latest".
+EARLIEST = -2
+LATEST = -1
+
+
+def requested_starts(spec: str, partitions: Mapping[str, int]) -> Marks:
+    """``--starting-offsets`` ('earliest', 'latest' or per-partition JSON) as Spark's
+    per-partition numbers (-2 earliest, -1 latest), for every partition.
+
+    Example:
+        >>> requested_starts("earliest", {"a": 2})
+        {('a', 0): -2, ('a', 1): -2}
+    """
+    if spec in ("earliest", "latest"):
+        default = EARLIEST if spec == "earliest" else LATEST
+        return {(t, p): default for t, count in partitions.items() for p in range(count)}
+    given = json.loads(spec)
+    return {
+        (t, p): int(given.get(t, {}).get(str(p), EARLIEST))
+        for t, count in partitions.items()
+        for p in range(count)
+    }
+
+
+def starting_offsets_json(marks: Marks, partitions: Mapping[str, int], requested: Marks) -> str:
+    """Spark's ``startingOffsets`` for ``partitions`` (topic -> count): the mark where
+    there is one, else the ``requested`` offset (-2: earliest, -1: latest). Spark wants
+    every partition named.
+
+    Example:
+        >>> starting_offsets_json({("a", 0): 12}, {"a": 2}, {("a", 0): -2, ("a", 1): -2})
+        '{"a": {"0": 12, "1": -2}}'
+    """
+    return offsets_json(
+        {
+            (t, p): marks.get((t, p), requested.get((t, p), EARLIEST))
+            for t, count in partitions.items()
+            for p in range(count)
+        }
+    )
+
+
+def bounded_range(
+    settings: Settings,
+    landed: Marks,
+    starting: str,
+    ending: str,
+    partitions: Mapping[str, int],
+) -> tuple[Marks, Marks]:
+    """(starts, ends) of a bounded run: from ``landed`` (the ledger's marks; where none,
+    ``starting``) up to ``ending`` ('latest' or per-partition JSON, -1: latest), resolved
+    to offsets with Kafka's log start and end; a start is never past its end.
+
+    Example:
+        >>> bounded_range(settings, {}, "earliest", '{"a": {"0": 10}}', {"a": 1})
+        ({('a', 0): 0}, {('a', 0): 10})
+    """
+    from eventlake.compaction import topic_offsets
+
+    given = {} if ending == "latest" else json.loads(ending)
+    requested = requested_starts(starting, partitions)
+    starts: Marks = {}
+    ends: Marks = {}
+    for topic, count in partitions.items():
+        log_start, head = topic_offsets(settings, topic)
+        for partition in range(count):
+            key = (topic, partition)
+            wanted = int(given.get(topic, {}).get(str(partition), LATEST)) if given else LATEST
+            end = head[partition] if wanted < 0 else min(wanted, head[partition])
+            start = landed.get(key, requested[key])
+            if start == EARLIEST:
+                start = log_start.get(partition, 0)
+            elif start == LATEST:
+                start = end
+            starts[key], ends[key] = min(start, end), end
+    return starts, ends
+
+
+def offsets_json(offsets: Marks) -> str:
+    """Spark's ``startingOffsets``/``endingOffsets`` JSON of per-partition offsets.
+
+    Example:
+        >>> offsets_json({("a", 0): 12, ("a", 1): -2})
+        '{"a": {"0": 12, "1": -2}}'
+    """
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(nested)
