@@ -9,11 +9,11 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.batch_commits import VERSIONS_FILE, BatchCommits, latest_version
-from eventlake.binding import RejectReason, decode_records, to_events
+from eventlake.binding import RejectReason, decode_records
 from eventlake.checkpoint import CheckpointMismatchError
-from eventlake.ingest import BatchResult, IngestError, IngestRequest, append_batch, run_ingest
+from eventlake.ingest import BatchResult, IngestError, IngestRequest, land_batch, run_ingest
 from eventlake.kafka import create_topic
+from eventlake.ledger import INGEST, Ledger, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
@@ -129,18 +129,6 @@ def test_checkpoint_reused_for_another_topic_is_refused(
         )
 
 
-def test_lost_checkpoint_is_refused_and_resume_offsets_are_suggested(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
-) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_events(warehouse_settings, topic_name, 8)
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c1"))
-    with pytest.raises(IngestError, match=f'--starting-offsets .*"{topic_name}": {{"0": 8}}'):
-        run_ingest(
-            spark, warehouse_settings, IngestRequest(topics=(topic_name,), checkpoint_name="c2")
-        )
-
-
 def test_resume_from_suggested_offsets_adds_only_new_records(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
@@ -176,99 +164,79 @@ def _kafka_rows(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
 
 
-def _commits(spark: SparkSession, settings: Settings) -> BatchCommits:
-    """The batch commits of one run of the stream "app-1"."""
-    folder = settings.checkpoints / "app-1"
-    folder.mkdir(parents=True, exist_ok=True)
-    fresh = not (folder / VERSIONS_FILE).exists()
-    tables = [str(settings.table_path(name)) for name in (EVENTS, REJECTS)]
-    return BatchCommits.open(spark, folder, "app-1", tables, fresh=fresh)
+ENDS = {("t", 0): 3}
 
 
-def _append(
-    spark: SparkSession,
-    settings: Settings,
-    version: int,
-    records: DataFrame | None = None,
-    *,
-    locate: bool = False,
-) -> BatchResult:
-    """One run's first batch: a replay of ``version`` if a run before this one wrote it."""
-    return append_batch(
+def _land(spark: SparkSession, settings: Settings, records: DataFrame | None = None) -> BatchResult:
+    """One batch of the three rows (offsets 0-2 of partition 0 of "t"), by a new process."""
+    return land_batch(
         spark,
         _kafka_rows(spark) if records is None else records,
-        commits=_commits(spark, settings),
-        version=version,
+        ledger=Ledger(spark),
+        ends=ENDS,
         events_path=str(settings.table_path(EVENTS)),
         rejects_path=str(settings.table_path(REJECTS)),
-        locate=locate,
+        note="test",
     )
 
 
-def test_a_replayed_batch_is_counted_again_and_written_once(
+def _versions(spark: SparkSession, settings: Settings) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    paths = (str(settings.table_path(name)) for name in (EVENTS, REJECTS))
+    return {path: DeltaTable(path).version() for path in paths}
+
+
+def test_a_replayed_batch_is_written_once(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     ensure_tables(spark, warehouse_settings)
-    first, replay = _append(spark, warehouse_settings, 7), _append(spark, warehouse_settings, 7)
-    expected = {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
-    assert (first.counts, replay.counts) == (expected, expected)
+    first, replay = _land(spark, warehouse_settings), _land(spark, warehouse_settings)
+    assert first.counts == {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
+    assert replay.counts == {}
     assert read_table(spark, warehouse_settings, "events").count() == 2
     assert read_table(spark, warehouse_settings, "rejects").count() == 1
 
 
-def test_a_batch_whose_events_were_committed_before_a_crash_still_writes_its_rejects(
+def test_a_batch_whose_rejects_were_committed_before_a_crash_writes_only_its_events(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    from eventlake.binding import to_rejects
+
+    ensure_tables(spark, warehouse_settings)
+    rejects_path = str(warehouse_settings.table_path(REJECTS))
+    # The crash came after the rejects commit of the batch, before its events commit.
+    crashed = Ledger(spark)
+    crashed.marks(rejects_path, INGEST, ["t"])
+    rows = to_rejects(decode_records(_kafka_rows(spark)))
+    crashed.commit(rejects_path, crashed.write(rejects_path, rows), INGEST, ENDS, note="crashed")
+
+    _land(spark, warehouse_settings)
+
+    assert read_table(spark, warehouse_settings, "events").count() == 2
+    assert read_table(spark, warehouse_settings, "rejects").count() == 1
+    events_path = warehouse_settings.table_path(EVENTS)
+    assert read_marks(events_path, INGEST, ["t"])[1] == ENDS
+
+
+def test_a_batch_with_nothing_new_commits_nothing(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     ensure_tables(spark, warehouse_settings)
-    events_path = str(warehouse_settings.table_path(EVENTS))
-    # The crash came after the events append of batch 7: its commit names the batch.
-    crashed_run = _commits(spark, warehouse_settings)
-    crashed_run.before_append(spark, events_path)
-    to_events(decode_records(_kafka_rows(spark))).write.format("delta").mode("append").options(
-        **crashed_run.options(7)
-    ).save(events_path)
+    _land(spark, warehouse_settings)
+    before = _versions(spark, warehouse_settings)
 
-    result = _append(spark, warehouse_settings, 7)
-
-    assert result.counts == {None: 2, RejectReason.PLAIN_TOMBSTONE.value: 1}
-    assert read_table(spark, warehouse_settings, "events").count() == 2
-    assert read_table(spark, warehouse_settings, "rejects").count() == 1
-
-
-def test_an_empty_batch_commits_nothing(spark: SparkSession, warehouse_settings: Settings) -> None:
-    from delta.tables import DeltaTable
-
-    ensure_tables(spark, warehouse_settings)
-    events = DeltaTable.forPath(spark, str(warehouse_settings.table_path(EVENTS)))
-    before = events.history().count()
-
-    result = _append(spark, warehouse_settings, 0, _kafka_rows(spark).limit(0))
+    result = _land(spark, warehouse_settings, _kafka_rows(spark).limit(0))
 
     assert result.counts == {}
-    assert events.history().count() == before
+    assert _versions(spark, warehouse_settings) == before
 
 
-def test_a_located_batch_names_the_commits_that_hold_its_rows(
+def test_a_landed_batch_names_the_commits_that_hold_its_rows(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     ensure_tables(spark, warehouse_settings)
-    events, rejects = (str(warehouse_settings.table_path(t)) for t in (EVENTS, REJECTS))
 
-    result = _append(spark, warehouse_settings, 3, locate=True)
+    result = _land(spark, warehouse_settings)
 
-    assert result.located == {
-        events: latest_version(spark, events),
-        rejects: latest_version(spark, rejects),
-    }
-
-
-def test_a_replayed_batch_is_located_in_the_commits_of_the_run_that_crashed(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    ensure_tables(spark, warehouse_settings)
-    first = _append(spark, warehouse_settings, 3, locate=True)
-
-    replay = _append(spark, warehouse_settings, 3, locate=True)
-
-    assert len(first.located) == 2
-    assert replay.located == first.located
+    assert result.located == _versions(spark, warehouse_settings)

@@ -1,16 +1,20 @@
 """Compaction awareness: can a state table have missed deletions?
 
 Kafka's log cleaner removes a tombstone ``delete.retention.ms`` after the segment
-holding it was cleaned. A reader whose last pass over a compacted topic is older than
-that window, and that has records left to read, may find the tombstones of that gap
-already gone: the deleted keys would stay in its state table. This module reads the
-topic's configuration and offsets with the admin client and says so, recommending
+holding it was cleaned: a reader sees every delete only if it reaches the head of the
+log within that window. The clock is the ledger's (:mod:`eventlake.ledger`): when the
+state table last had read everything written before that moment (a batch read to the
+head, a reconcile). A state table whose clock is older than the window and that has
+records left to read may have missed tombstones: the deleted keys would stay in it.
+Maintenance commits (OPTIMIZE, VACUUM) and batches of a stream that lags do not move
+that clock. This module reads the topic's configuration and offsets with the admin
+client and the state table's marks with delta-rs, and says so, recommending
 ``eventlake reconcile``.
 
 Example:
     >>> report = check_compaction(spark, settings, "customers")
     >>> report.at_risk, report.message
-    (False, 'customers: compacted, delete.retention.ms=86400000; last state update 3 min ago ...')
+    (False, 'customers: compacted, delete.retention.ms=86400000; state table within ...')
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 from pyspark.sql import SparkSession
 
 from eventlake.kafka import make_admin
+from eventlake.ledger import STATE, read_caught_up, read_marks, topic_marks
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk, recorded_compaction_risk
-from eventlake.tables import ingested_next_offsets, state_path
+from eventlake.tables import is_delta_table, state_path
 
 TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
 
@@ -41,7 +46,8 @@ class CompactionReport:
     log_start_offsets: dict[int, int]
     end_offsets: dict[int, int]
     next_offsets: dict[int, int] = field(default_factory=dict)
-    last_state_update_ms: int | None = None
+    #: When the state table last had read everything written before (epoch ms).
+    caught_up_ms: int | None = None
     at_risk: bool = False
     message: str = ""
 
@@ -68,18 +74,14 @@ def topic_offsets(
     return result[0], result[1]
 
 
-def _state_position(
-    spark: SparkSession, settings: Settings, topic: str
-) -> tuple[dict[int, int], int | None]:
-    """Next offsets already ingested (events and rejects) and the state table's last commit."""
-    from delta.tables import DeltaTable
-
-    path = str(state_path(settings, topic))
-    if not DeltaTable.isDeltaTable(spark, path):
-        return {}, None
-    last_commit = DeltaTable.forPath(spark, path).history(1).collect()[0]["timestamp"]
-    next_offsets = ingested_next_offsets(spark, settings, topic).get(topic, {})
-    return next_offsets, int(last_commit.timestamp() * 1000)
+def _state_position(settings: Settings, topic: str) -> tuple[dict[int, int], int | None, bool]:
+    """The state table's marks (next offsets applied), its caught-up clock, and whether
+    the table exists, from the ledger (delta-rs, no Spark)."""
+    path = state_path(settings, topic)
+    if not is_delta_table(path):
+        return {}, None, False
+    _, marks = read_marks(path, STATE, [topic])
+    return topic_marks(marks, topic), read_caught_up(path, topic), True
 
 
 def check_compaction(
@@ -91,25 +93,22 @@ def check_compaction(
     policy = configs.get("cleanup.policy", "delete")
     retention = int(configs.get("delete.retention.ms", "86400000"))
     lag = int(configs.get("min.compaction.lag.ms", "0"))
-    next_offsets, last_update = _state_position(spark, settings, topic)
+    next_offsets, caught_up, exists = _state_position(settings, topic)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
 
     behind = {p: end[p] - next_offsets.get(p, log_start[p]) for p in end}
     unread = any(v > 0 for v in behind.values())
-    at_risk = (
-        "compact" in policy
-        and last_update is not None
-        and unread
-        and now_ms - last_update > retention
-    )
-    # A risk stays with the table once found: the next ingest updates the table (and
-    # so its last update time) without repairing the deletes it missed.
+    # A table that never caught up (none recorded) is as old as can be.
+    age_ms = now_ms - caught_up if caught_up is not None else None
+    at_risk = "compact" in policy and exists and unread and (age_ms is None or age_ms > retention)
+    # A risk stays with the table once found: the next ingest catches up (and so moves
+    # the clock) without repairing the deletes it missed.
     path = str(state_path(settings, topic))
-    recorded = recorded_compaction_risk(spark, path) if last_update is not None else None
+    recorded = recorded_compaction_risk(spark, path) if exists else None
     if at_risk and recorded is None:
         recorded = {
             "found_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ms / 1000)),
-            "last_state_update_ms": last_update,
+            "caught_up_ms": caught_up,
             "next_offsets": {str(p): o for p, o in next_offsets.items()},
             "end_offsets": {str(p): o for p, o in end.items()},
             "delete_retention_ms": retention,
@@ -117,7 +116,7 @@ def check_compaction(
         record_compaction_risk(spark, path, recorded)
     if "compact" not in policy:
         message = f"{topic}: cleanup.policy={policy}, not compacted; no tombstone risk"
-    elif last_update is None:
+    elif not exists:
         message = (
             f"{topic}: compacted, no state table yet; a first full read sees the topic as it is"
         )
@@ -130,10 +129,11 @@ def check_compaction(
             f"Run `eventlake reconcile --topic {topic}` (it clears this)."
         )
     elif at_risk:
-        minutes = (now_ms - last_update) / 60000
+        since = "never" if age_ms is None else f"{age_ms / 60000:.1f} min ago"
         message = (
-            f"{topic}: WARNING state table last updated {minutes:.1f} min ago, longer than "
-            f"delete.retention.ms={retention} ms, with {sum(behind.values())} records unread: "
+            f"{topic}: WARNING state table last caught up with the log {since}, longer "
+            f"than delete.retention.ms={retention} ms, with {sum(behind.values())} records "
+            "unread: "
             "tombstones may have been compacted away unseen, so deleted keys may linger. "
             f"Run `eventlake reconcile --topic {topic}`."
         )
@@ -150,7 +150,7 @@ def check_compaction(
         log_start_offsets=log_start,
         end_offsets=end,
         next_offsets=next_offsets,
-        last_state_update_ms=last_update,
+        caught_up_ms=caught_up,
         at_risk=at_risk,
         message=message,
     )

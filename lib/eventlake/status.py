@@ -2,12 +2,13 @@
 
 One entry per checkpoint under ``<warehouse>/_checkpoints`` (each streaming or scheduled
 run of ingest or republish keeps one): per topic and partition, the current offset
-(where the checkpoint's last committed batch ended: Spark commits a batch only after
-its writes, so every record before it is in the tables), Kafka's log end offset, the
-lag between the two,
-when that batch was committed, and whether a process holds the checkpoint now (a
+(what has landed, from the ledger in the tables, :mod:`eventlake.ledger`: for ingest
+the events table's marks, for republish what it sent to its target), where the state
+table stands for a topic that has one, Kafka's log end offset, the lag between the two,
+when the checkpoint's last batch was committed, and whether a process holds it now (a
 running stream, with its pid and host). State tables report a compaction risk recorded
-with them (see :mod:`eventlake.compaction`). Reads files and asks Kafka; no Spark.
+with them (see :mod:`eventlake.compaction`). Reads the Delta logs with delta-rs and asks
+Kafka; no Spark.
 
 Example:
     >>> report = warehouse_status(settings)
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
+from eventlake.ledger import INGEST, STATE, read_marks
+from eventlake.offset_log import last_committed_batch
 from eventlake.settings import Settings
 from eventlake.state import COMPACTION_RISK_PROPERTY
 from eventlake.streaming import PROCESSING_TIME_PREFIX, SPARK_FOLDER
-from eventlake.tables import STATE_FOLDER
+from eventlake.tables import EVENTS, REJECTS, STATE_FOLDER, is_delta_table, state_path
 from eventlake.text_table import text_table
 
 
@@ -42,6 +45,8 @@ class PartitionPosition:
     partition: int
     log_end_offset: int | None
     current_offset: int | None
+    #: The next offset the topic's state table has to apply (None: no state table).
+    state_offset: int | None = None
 
     @property
     def lag(self) -> int | None:
@@ -60,6 +65,21 @@ class CheckpointStatus:
     last_batch_at: datetime | None
     holder: dict[str, Any] | None
     positions: tuple[PartitionPosition, ...] = ()
+    #: What the checkpoint writes to: Delta tables, ``kafka:<topic>`` for republish.
+    targets: tuple[str, ...] = ()
+
+    @property
+    def ledger_job(self) -> str:
+        """The ledger job whose marks say where this checkpoint's runs stand."""
+        for target in self.targets:
+            if target.startswith("kafka:"):
+                return f"republish:{target[len('kafka:') :]}"
+        return INGEST
+
+    def listed_topics(self) -> list[str]:
+        """The topics a ``topics:``/``topic:`` source names (a pattern names none)."""
+        kind, _, value = self.source.partition(":")
+        return [] if kind == "pattern" else [t for t in value.split(",") if t]
 
     @property
     def job(self) -> str:
@@ -104,6 +124,7 @@ class WarehouseStatus:
             lines = []
         for status in self.checkpoints:
             lines.append(_heading(status, now))
+            with_state = any(p.state_offset is not None for p in status.positions)
             rows = [
                 [
                     p.topic,
@@ -112,14 +133,18 @@ class WarehouseStatus:
                     _number(p.log_end_offset),
                     _number(p.lag),
                 ]
+                + (
+                    []
+                    if not with_state
+                    else ["-" if p.state_offset is None else str(p.state_offset)]
+                )
                 for p in status.positions
             ]
+            header = ["topic", "partition", "current-offset", "log-end-offset", "lag"]
             if rows:
                 lines += [
                     "  " + line
-                    for line in text_table(
-                        ["topic", "partition", "current-offset", "log-end-offset", "lag"], rows
-                    )
+                    for line in text_table(header + (["state-offset"] if with_state else []), rows)
                 ]
             lines.append("")
         if self.kafka_error:
@@ -149,6 +174,7 @@ class WarehouseStatus:
                             "topic": p.topic,
                             "partition": p.partition,
                             "current_offset": p.current_offset,
+                            "state_offset": p.state_offset,
                             "log_end_offset": p.log_end_offset,
                             "lag": p.lag,
                         }
@@ -177,15 +203,13 @@ def warehouse_status(
     """
     statuses = checkpoint_statuses(settings, topics)
     report = WarehouseStatus(compaction_risks=compaction_risks(settings, topics))
-    if not ask_kafka:
-        report.checkpoints = statuses
-        return report
-    try:
-        latest = _latest_offsets(settings, statuses, topics, kafka_timeout)
-    except Exception as error:
-        report.kafka_error = str(error).splitlines()[0][:200]
-        latest = {}
-    report.checkpoints = [_with_positions(status, latest, topics) for status in statuses]
+    latest: dict[str, dict[int, int]] = {}
+    if ask_kafka:
+        try:
+            latest = _latest_offsets(settings, statuses, topics, kafka_timeout)
+        except Exception as error:
+            report.kafka_error = str(error).splitlines()[0][:200]
+    report.checkpoints = [_with_positions(settings, status, latest, topics) for status in statuses]
     return report
 
 
@@ -220,24 +244,18 @@ def read_checkpoint(folder: Path) -> CheckpointStatus:
     """A checkpoint's source, last committed batch (and when) and holder; no offsets yet."""
     identity = json.loads((folder / IDENTITY_FILE).read_text())
     spark_folder = folder / SPARK_FOLDER
-    batch = _last_batch(spark_folder / "commits")
+    batch = last_committed_batch(spark_folder)
     committed_at = None
     if batch is not None:
         mtime = (spark_folder / "commits" / str(batch)).stat().st_mtime
         committed_at = datetime.fromtimestamp(mtime, UTC)
-    written = _batch_end_offsets(spark_folder, batch)
-    positions = tuple(
-        PartitionPosition(topic, int(partition), None, offset)
-        for topic, partitions in sorted(written.items())
-        for partition, offset in sorted(partitions.items(), key=lambda item: int(item[0]))
-    )
     return CheckpointStatus(
         name=folder.name,
         source=str(identity["source"]),
         last_batch=batch,
         last_batch_at=committed_at,
         holder=checkpoint_holder(folder),
-        positions=positions,
+        targets=tuple(str(t) for t in identity.get("targets", ())),
     )
 
 
@@ -260,27 +278,6 @@ def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[s
     return risks
 
 
-def _last_batch(commits: Path) -> int | None:
-    ids = [int(p.name) for p in commits.glob("*") if p.name.isdigit()] if commits.is_dir() else []
-    return max(ids, default=None)
-
-
-def _batch_end_offsets(spark_folder: Path, batch: int | None) -> dict[str, dict[str, int]]:
-    """The Kafka offsets a committed batch ended at, from Spark's offset log.
-
-    The log file holds a version line, the batch's metadata, then one JSON line per
-    source; eventlake's streams have one source, the Kafka topics.
-    """
-    if batch is None:
-        return {}
-    lines = (spark_folder / "offsets" / str(batch)).read_text().splitlines()
-    offsets = json.loads(lines[2]) if len(lines) > 2 and lines[2].startswith("{") else {}
-    return {
-        topic: {str(p): int(o) for p, o in partitions.items()}
-        for topic, partitions in offsets.items()
-    }
-
-
 def _latest_offsets(
     settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...], timeout: float
 ) -> dict[str, dict[int, int]]:
@@ -300,22 +297,37 @@ def _latest_offsets(
 
 
 def _with_positions(
-    status: CheckpointStatus, latest: dict[str, dict[int, int]], topics: tuple[str, ...]
+    settings: Settings,
+    status: CheckpointStatus,
+    latest: dict[str, dict[int, int]],
+    topics: tuple[str, ...],
 ) -> CheckpointStatus:
-    written = {(p.topic, p.partition): p.current_offset for p in status.positions}
-    keys = set(written)
-    keys |= {
-        (topic, partition)
-        for topic, partitions in latest.items()
-        if status.reads(topic)
-        for partition in partitions
-    }
+    """The checkpoint's partitions: what has landed (the ledger) against Kafka's end."""
+    read = sorted(
+        {t for t in status.listed_topics() if not topics or t in topics}
+        | {t for t in latest if status.reads(t) and (not topics or t in topics)}
+    )
+    job = status.ledger_job
+    table = settings.table_path(EVENTS if job == INGEST else REJECTS)
+    _, landed = read_marks(table, job, read)
+    applied: dict[tuple[str, int], int] = {}
+    with_state: set[str] = set()
+    if job == INGEST:
+        for topic in read:
+            path = state_path(settings, topic)
+            if is_delta_table(path):
+                with_state.add(topic)
+                applied.update(read_marks(path, STATE, [topic])[1])
+    keys = set(landed) | {(t, p) for t in read for p in latest.get(t, {})}
     positions = tuple(
         PartitionPosition(
-            topic, partition, latest.get(topic, {}).get(partition), written.get((topic, partition))
+            topic,
+            partition,
+            latest.get(topic, {}).get(partition),
+            landed.get((topic, partition)),
+            applied.get((topic, partition), 0) if topic in with_state else None,
         )
         for topic, partition in sorted(keys)
-        if not topics or topic in topics
     )
     return replace(status, positions=positions)
 

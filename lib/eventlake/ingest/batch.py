@@ -56,7 +56,6 @@ def land_batch(
     rejects_path: str,
     note: str,
     starts: Marks | None = None,
-    skip_if_empty: bool = True,
 ) -> BatchResult:
     """Land one batch of Kafka rows (offsets up to ``ends``) in the events and rejects
     tables: what the ledger does not hold yet, exactly once, counted by reason.
@@ -72,14 +71,13 @@ def land_batch(
         ...            rejects_path=r, note="batch 7").counts
         {None: 998, 'malformed_json': 2}
     """
-    # An empty batch (a new stream's first, on a topic with nothing new) costs one small
-    # read here instead of Delta's write path, which in a fresh process takes seconds.
-    if skip_if_empty and records.isEmpty():
-        topics = {t for t, _ in ends}
-        known = ledger.marks(events_path, INGEST, topics)
-        if all(known.get(key, -1) >= end for key, end in ends.items()):
-            return BatchResult({})
     for attempt in range(1, LEDGER_ATTEMPTS + 1):
+        landed = ledger.marks(events_path, INGEST, {t for t, _ in ends})
+        if all(landed.get(key, -1) >= end for key, end in ends.items()):
+            # All of it landed before (a replay, or nothing new on a stream's first
+            # batch): the events marks are where ingest stands. No Delta write, which in
+            # a fresh process takes seconds.
+            return BatchResult({}, events_marks=landed)
         try:
             return _land(spark, records, ledger, ends, events_path, rejects_path, note, starts)
         except LedgerMovedError as moved:

@@ -205,7 +205,6 @@ def _stream(
                 rejects_path=rejects_path,
                 note=note,
                 starts=starts,
-                skip_if_empty=summary.batches == 0,
             )
             for warning in result.warnings:
                 print(f"ingest: WARNING {warning}", flush=True)
@@ -309,7 +308,6 @@ def _run_bounded(
             rejects_path=rejects_path,
             note="bounded run",
             starts=starts,
-            skip_if_empty=False,
         )
     summary.add_batch(result.counts)
     for warning in result.warnings:

@@ -83,8 +83,8 @@ def exercise(settings: Settings, scratch: Path) -> None:
     Kafka's classes, a few hundred, load from the jars (an archive that also held them,
     from an ingest and a republish on a broker of the run's own, started an empty-topic
     ingest no sooner: 7.05-7.12 s against 7.12-7.17 s)."""
-    from eventlake.batch_commits import BatchCommits
-    from eventlake.ingest.batch import append_batch, read_back
+    from eventlake.ingest.batch import land_batch, read_back
+    from eventlake.ledger import Ledger
     from eventlake.local.samples import sample_records
     from eventlake.state import apply_state
     from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
@@ -105,19 +105,18 @@ def exercise(settings: Settings, scratch: Path) -> None:
     )
     ensure_tables(spark, settings)
     events, rejects = str(settings.table_path(EVENTS)), str(settings.table_path(REJECTS))
-    (scratch / "commits").mkdir()
-    commits = BatchCommits.open(spark, scratch / "commits", topic, [events, rejects], fresh=True)
-    result = append_batch(
+    ends = {(topic, 0): 100, (topic, 1): 100}
+    result = land_batch(
         spark,
         records,
-        commits=commits,
-        version=0,
+        ledger=Ledger(spark),
+        ends=ends,
         events_path=events,
         rejects_path=rejects,
-        locate=True,
+        note="class archive",
     )
-    batch = read_back(spark, result, records, events, rejects)
-    apply_state(spark, settings, batch, topics=[topic], app_id=topic, version=0)
+    batch = read_back(spark, result, records, events, rejects, {})
+    apply_state(spark, settings, batch, topics=[topic])
 
     def count(rows: DataFrame, _batch_id: int) -> None:
         rows.count()

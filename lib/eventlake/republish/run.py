@@ -7,12 +7,15 @@ Partitions come from the Java producer inside Spark's Kafka sink: the default
 partitioner hashes the key with murmur2, like every Java/Kafka Streams client, so no
 partition is set here.
 
-Delivery to Kafka is at least once (Spark's Kafka sink): after a crash a batch may be
-written again. Downstream ingest stays correct because events are unique by (source,
-id) and state tables keep the last record per key. Rejects are written exactly once:
-streaming batches by commits that name the batch (:mod:`eventlake.batch_commits`),
-bounded runs by inserting only rows not yet in the table. Per-entity order is kept
-where the source has one: records of one source partition are written in offset order.
+Delivery to Kafka is at least once (Spark's Kafka sink): a batch that crashes after
+its send and before its commit is sent again. Producers should make (source, id)
+unique, as the CloudEvents spec asks, so that readers can drop such repeats; state
+tables keep the last record per key, which a repeat does not change. What republish
+has sent to a target is in the ledger (:mod:`eventlake.ledger`, job
+``republish:<target>``, kept in the rejects table with the batch's rejects): every run
+(stream, bounded, a new checkpoint) sends only records above those marks, and rejects
+land exactly once. Per-entity order is kept where the source has one: records of one
+source partition are written in offset order.
 
 Example:
     >>> request = RepublishRequest(source="orders.raw", target="orders",
@@ -27,21 +30,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import ClassVar
 
 from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
 
 from eventlake.binding import decode_records
+from eventlake.ingest.batch import LEDGER_ATTEMPTS
 from eventlake.kafka import (
     check_connection,
     connection_lost_error,
     create_topic,
     kafka_source_options,
     make_admin,
+    partition_counts,
     write_to_kafka,
 )
+from eventlake.ledger import Ledger, LedgerMovedError, Marks, unlanded
 from eventlake.observed import observe_reasons, reason_counts, rejects_lost
+from eventlake.offset_log import planned_batch
+from eventlake.ranges import bounded_range, offsets_json, requested_starts, starting_offsets_json
 from eventlake.republish.plan import (
     REPUBLISH_REASONS,
     plan_republish,
@@ -52,9 +59,7 @@ from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
-from eventlake.tables import KAFKA_COORDINATES, REJECTS, REJECTS_SCHEMA, ensure_table
-
-_REJECT_COORDINATES: Final = (*KAFKA_COORDINATES, "reason", "rejected_by")
+from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table
 
 
 @dataclass
@@ -159,12 +164,15 @@ def run_republish(
 
 def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
     if request.bounded:
-        return "Once Kafka answers, rerun the same command (delivery is at least once)."
+        return (
+            "Once Kafka answers, rerun the same command: it sends what the ledger does not "
+            "hold yet (records of the interrupted run may be sent again: at least once)."
+        )
     checkpoint = checkpoint_folder(settings.checkpoints, request)
     return (
-        f"Progress is kept in checkpoint {checkpoint}: once Kafka answers, rerun the same "
-        "command; it resumes after the last committed batch (records of the interrupted "
-        "batch may be written to the target again: delivery is at least once)."
+        f"What was sent is kept in the rejects table's ledger (and cached in checkpoint "
+        f"{checkpoint}): once Kafka answers, rerun the same command; it resumes there "
+        "(records of the interrupted batch may be sent again: delivery is at least once)."
     )
 
 
@@ -215,61 +223,128 @@ def _has_rejects(counts: dict[str | None, int]) -> bool:
     return any(reason is not None for reason in counts)
 
 
+def republish_job(target: str) -> str:
+    """The ledger job of republishing to ``target``.
+
+    Example:
+        >>> republish_job("orders.bykey")
+        'republish:orders.bykey'
+    """
+    return f"republish:{target}"
+
+
+def _lease(request: RepublishRequest) -> str:
+    # One lease per route: ingest of the source and other routes do not wait for it.
+    return f"{request.source}>{request.target}"
+
+
 def _run_streaming(spark: SparkSession, run: _Run) -> RepublishSummary:
     request = run.request
+    ledger = Ledger(spark)
     with claimed_checkpoint(
-        spark,
         run.settings.checkpoints,
         "republish",
         request,
         source=f"topic:{request.source}",
         targets=[f"kafka:{request.target}", run.rejects_path],
-        tables=[run.rejects_path],
     ) as claimed:
-        return _stream(spark, run, claimed)
+        partitions = partition_counts(run.settings, [request.source])
+        sent = ledger.marks(run.rejects_path, republish_job(request.target), [request.source])
+        options = kafka_reader_options(run.settings, run.request)
+        if claimed.resume_from(sent) and sent:
+            options["startingOffsets"] = starting_offsets_json(
+                sent, partitions, requested_starts(request.starting_offsets, partitions)
+            )
+        return _stream(spark, run, ledger, claimed, options)
 
 
-def _stream(spark: SparkSession, run: _Run, claimed: ClaimedCheckpoint) -> RepublishSummary:
-    commits = claimed.commits
+def _stream(
+    spark: SparkSession,
+    run: _Run,
+    ledger: Ledger,
+    claimed: ClaimedCheckpoint,
+    options: dict[str, str],
+) -> RepublishSummary:
     summary = run.summary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
-        # One pass writes the records and counts them; only a batch with rejects is read
-        # again, for the rejects. A replay after a crash writes the Kafka records again
-        # (at least once) and skips rejects already committed (eventlake.batch_commits).
-        counts = run.write_records(batch)
-        if _has_rejects(counts) and not commits.committed(spark, run.rejects_path, batch_id):
+        planned = planned_batch(claimed.spark_folder, batch_id)
+        starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
+        with ledger.leases(run.settings.warehouse, [_lease(run.request)], job="republish"):
+            return _send(spark, run, ledger, batch, planned.ends, starts, f"batch {batch_id}")
 
-            def append(rejects: DataFrame) -> None:
-                commits.append(spark, rejects, run.rejects_path, batch_id)
-
-            run.store_rejects(batch, counts, append, where=f"batch {batch_id}: ")
-        return counts
-
-    options = kafka_reader_options(run.settings, run.request)
     claimed.stream(spark, options, write_batch, summary, run.settings.progress_seconds)
     return summary
 
 
+def _send(
+    spark: SparkSession,
+    run: _Run,
+    ledger: Ledger,
+    records: DataFrame,
+    ends: Marks,
+    starts: Marks | None,
+    note: str,
+) -> dict[str | None, int]:
+    """Send ``records`` (up to ``ends``) that the ledger does not hold yet, then commit
+    their rejects with the marks. One pass writes the records and counts them; only a
+    batch with rejects is read again, for the rejects."""
+    job = republish_job(run.request.target)
+    pending: list[object] = [None]
+
+    def store(rejects: DataFrame) -> None:
+        pending[0] = ledger.write(run.rejects_path, rejects)
+
+    for attempt in range(1, LEDGER_ATTEMPTS + 1):
+        sent = ledger.marks(run.rejects_path, job, [run.request.source])
+        if starts is None or any(starts.get(k, 0) < m for k, m in sent.items()):
+            records = records.where(
+                unlanded(sent, topic="topic", partition="partition", offset="offset")
+            )
+        counts = run.write_records(records)
+        pending[0] = None
+        if _has_rejects(counts):
+            run.store_rejects(records, counts, store, where=f"{note}: ")
+        if pending[0] is None:
+            pending[0] = ledger.write(run.rejects_path, None)
+        try:
+            ledger.commit(run.rejects_path, pending[0], job, ends, note=f"republish {note}")
+            return counts
+        except LedgerMovedError as moved:
+            if attempt == LEDGER_ATTEMPTS:
+                raise
+            print(f"republish: {note}: {moved}; sending what is still missing", flush=True)
+            starts = None
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
-    options = kafka_reader_options(run.settings, run.request)
-    records = spark.read.format("kafka").options(**options).load()
-    counts = run.write_records(records)
-    if _has_rejects(counts):
-        # Insert-if-absent, so that a replay of the same range adds no reject twice
-        # (an anti join and an append: the same as an insert-only MERGE, far cheaper).
-        existing = (
-            spark.read.format("delta")
-            .load(run.rejects_path)
-            .where(F.col("kafka_topic") == run.request.source)
-            .select(*_REJECT_COORDINATES)
-        )
-
-        def insert_absent(rejects: DataFrame) -> None:
-            new_rejects = rejects.join(existing, list(_REJECT_COORDINATES), "left_anti")
-            new_rejects.write.format("delta").mode("append").save(run.rejects_path)
-
-        run.store_rejects(records, counts, insert_absent)
+    request = run.request
+    ledger = Ledger(spark)
     summary = run.summary()
-    summary.add_batch(counts)
+    partitions = partition_counts(run.settings, [request.source])
+    with ledger.leases(run.settings.warehouse, [_lease(request)], job="republish (bounded)"):
+        sent = ledger.marks(run.rejects_path, republish_job(request.target), [request.source])
+        starts, ends = bounded_range(
+            run.settings,
+            sent,
+            request.starting_offsets,
+            request.ending_offsets or "latest",
+            partitions,
+        )
+        if all(starts[key] >= ends[key] for key in ends):
+            print(
+                f"republish: nothing to send: {request.target} has {request.source} up to "
+                "the ending offsets",
+                flush=True,
+            )
+            return summary
+        records = (
+            spark.read.format("kafka")
+            .options(**kafka_reader_options(run.settings, request))
+            .option("startingOffsets", offsets_json(starts))
+            .option("endingOffsets", offsets_json(ends))
+            .load()
+        )
+        summary.add_batch(_send(spark, run, ledger, records, ends, starts, "bounded run"))
     return summary
