@@ -188,8 +188,9 @@ def test_optimize_committing_during_a_state_merge_loses_nothing(
     summary: IngestSummary = outcome["summary"]
     assert optimized["numFilesRemoved"] >= 2 and optimized["numFilesAdded"] == 1
     operations = _history(spark, table)
-    # OPTIMIZE committed between the first run's MERGEs and the gated run's.
-    assert operations[-2:] == ["OPTIMIZE", "MERGE"], operations
+    # OPTIMIZE committed between the first run's MERGEs and the gated run's (then its
+    # ledger commit, a WRITE of no rows).
+    assert operations[-3:] == ["OPTIMIZE", "MERGE", "WRITE"], operations
     assert "retrying" in output.getvalue(), output.getvalue()[-2000:]
     assert _state(spark, settings, topic_name) == expected_state(first + second + third)
     assert summary.records_read == len(third)

@@ -134,7 +134,7 @@ def _delta_batches(table: Path) -> dict[int, int]:
     for commit in sorted((table / "_delta_log").glob("*.json")):
         actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-        if "userMetadata" not in info:
+        if "eventlake_batch" not in info.get("userMetadata", ""):
             continue  # the table's creation
         batch = json.loads(info["userMetadata"])["eventlake_batch"]
         rows = int(info.get("operationMetrics", {}).get("numOutputRows", 0))

@@ -20,9 +20,10 @@ Example:
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 from pyspark.sql import SparkSession
 
@@ -74,6 +75,40 @@ def topic_offsets(
     return result[0], result[1]
 
 
+def first_records(
+    settings: Settings, topic: str, offsets: dict[int, int], timeout: float = 10.0
+) -> dict[int, tuple[int, int]]:
+    """Per partition, the (offset, timestamp ms) of the first record at or after the given
+    offset; a partition with none there within ``timeout`` is left out.
+
+    Example:
+        >>> first_records(settings, "customers", {0: 120})
+        {0: (120, 1764050000000)}
+    """
+    if not offsets:
+        return {}
+    options = settings.kafka_client_options() | {
+        "group.id": f"eventlake-compaction-check-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+    }
+    consumer = Consumer(options)
+    try:
+        consumer.assign([TopicPartition(topic, p, o) for p, o in offsets.items()])
+        found: dict[int, tuple[int, int]] = {}
+        deadline = time.monotonic() + timeout
+        while len(found) < len(offsets) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            partition = message.partition()
+            if partition not in found:
+                found[partition] = (message.offset(), message.timestamp()[1])
+                consumer.pause([TopicPartition(topic, partition)])
+        return found
+    finally:
+        consumer.close()
+
+
 def _state_position(settings: Settings, topic: str) -> tuple[dict[int, int], int | None, bool]:
     """The state table's marks (next offsets applied), its caught-up clock, and whether
     the table exists, from the ledger (delta-rs, no Spark)."""
@@ -101,6 +136,21 @@ def check_compaction(
     # A table that never caught up (none recorded) is as old as can be.
     age_ms = now_ms - caught_up if caught_up is not None else None
     at_risk = "compact" in policy and exists and unread and (age_ms is None or age_ms > retention)
+    if at_risk:
+        # An old clock alone is not enough: a topic that was idle since the last catch-up
+        # and got a record a moment ago has nothing old unread. Only the first unread
+        # record tells: there at its offset and younger than the window, every unread
+        # record was appended within the window, and no tombstone among them can be
+        # gone yet.
+        marks = {p: next_offsets.get(p, log_start[p]) for p, n in behind.items() if n > 0}
+        firsts = first_records(settings, topic, marks)
+        at_risk = any(
+            marks[p] < log_start[p]
+            or firsts.get(p) is None
+            or firsts[p][0] != marks[p]
+            or now_ms - firsts[p][1] > retention
+            for p in marks
+        )
     # A risk stays with the table once found: the next ingest catches up (and so moves
     # the clock) without repairing the deletes it missed.
     path = str(state_path(settings, topic))

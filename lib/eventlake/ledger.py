@@ -298,6 +298,7 @@ class Ledger:
         marks: Marks,
         *,
         note: str,
+        batch: int | None = None,
         extra: Mapping[str, int] | None = None,
     ) -> int:
         """Commit ``pending``'s files with ``job``'s ``marks`` (a mark never moves back)
@@ -316,7 +317,7 @@ class Ledger:
         try:
             version = int(
                 jvm.io.eventlake.ledger.DeltaLedger.commit(  # type: ignore[union-attr]
-                    pending, java_marks, table.version, note
+                    pending, java_marks, table.version, commit_note(job, note, batch)
                 )
             )
         except Py4JJavaError as error:
@@ -333,6 +334,20 @@ class Ledger:
         table.marks.update({(job, t, p): o for (t, p), o in moved.items()})
         table.read.update((job, t) for t, _ in moved)
         return version
+
+
+def commit_note(job: str, note: str, batch: int | None = None) -> str:
+    """The ``userMetadata`` of a ledger commit (``DESCRIBE HISTORY`` shows it): the job,
+    what landed it and the stream's batch id.
+
+    Example:
+        >>> commit_note("ingest", "ingest-topics_orders", 7)
+        '{"eventlake_job": "ingest", "eventlake_run": "ingest-topics_orders", "eventlake_batch": 7}'
+    """
+    fields: dict[str, object] = {"eventlake_job": job, "eventlake_run": note}
+    if batch is not None:
+        fields["eventlake_batch"] = batch
+    return json.dumps(fields)
 
 
 def lease_path(warehouse: Path, topic: str) -> Path:

@@ -294,6 +294,7 @@ def commit_state_marks(
     *,
     caught_up_ms: int | None,
     note: str,
+    batch: int | None = None,
 ) -> int:
     """Record in ``state/<topic>`` that every record of ``topic`` below ``ends`` is applied
     (a mark never moves back), and when it last had read the whole log (``caught_up_ms``,
@@ -308,7 +309,8 @@ def commit_state_marks(
     ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
     extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
     of_topic = {k: v for k, v in ends.items() if k[0] == topic}
-    return ledger.commit(path, ledger.write(path, None), STATE, of_topic, note=note, extra=extra)
+    pending = ledger.write(path, None)
+    return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
 
 
 class StateConflictError(RuntimeError):

@@ -110,7 +110,23 @@ def test_a_topic_that_a_running_stream_reads_is_skipped_with_a_message(
         plan = plan_ingest({"topics": ["clicks.web", "orders"]}, own)
 
     assert [submit["application_args"][1] for submit in plan] == ["orders"]
-    assert "skipping topic 'clicks.web': the running stream ingest-pattern_clicks" in (
+    assert "skipping ingest of topic 'clicks.web': the running stream ingest-pattern_clicks" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_reconcile_of_a_topic_that_a_running_stream_reads_is_skipped_with_a_message(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = settings.model_copy(update={"warehouse": tmp_path, "state_topics": ["c", "d"]})
+    checkpoint = own.checkpoints / "ingest-topics_c"
+    claim_checkpoint(checkpoint, source="topics:c", targets=["events", "rejects"])
+
+    with hold_checkpoint(checkpoint, job="ingest", trigger="processing-time=5 seconds"):
+        plan = plan_reconcile({"topics": ["c", "d"], "full_refresh": True}, own)
+
+    assert [submit["application_args"] for submit in plan] == [["--topic", "d"]]
+    assert "skipping reconcile of topic 'c': the running stream ingest-topics_c" in (
         capsys.readouterr().out
     )
 

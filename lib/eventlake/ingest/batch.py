@@ -55,6 +55,7 @@ def land_batch(
     events_path: str,
     rejects_path: str,
     note: str,
+    batch_id: int | None = None,
     starts: Marks | None = None,
 ) -> BatchResult:
     """Land one batch of Kafka rows (offsets up to ``ends``) in the events and rejects
@@ -79,7 +80,9 @@ def land_batch(
             # a fresh process takes seconds.
             return BatchResult({}, events_marks=landed)
         try:
-            return _land(spark, records, ledger, ends, events_path, rejects_path, note, starts)
+            return _land(
+                spark, records, ledger, ends, events_path, rejects_path, note, batch_id, starts
+            )
         except LedgerMovedError as moved:
             if attempt == LEDGER_ATTEMPTS:
                 raise
@@ -96,6 +99,7 @@ def _land(
     events_path: str,
     rejects_path: str,
     note: str,
+    batch_id: int | None,
     starts: Marks | None,
 ) -> BatchResult:
     topics = {t for t, _ in ends}
@@ -119,14 +123,16 @@ def _land(
         seen_again = Observation()
         decoded_again = decode_records(missing(rejects_marks), seen_again)
         pending_rejects = ledger.write(rejects_path, to_rejects(decoded_again))
-        version = ledger.commit(rejects_path, pending_rejects, INGEST, ends, note=note)
+        version = ledger.commit(
+            rejects_path, pending_rejects, INGEST, ends, note=note, batch=batch_id
+        )
         result.located[rejects_path] = version
         lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
         # Rejects above the events marks but below the rejects marks landed before.
         if lost and rejects_marks == {k: events_marks.get(k, 0) for k in rejects_marks}:
             result.warnings.append(f"{note}: {lost}")
     result.located[events_path] = ledger.commit(
-        events_path, pending_events, INGEST, ends, note=note
+        events_path, pending_events, INGEST, ends, note=note, batch=batch_id
     )
     return result
 

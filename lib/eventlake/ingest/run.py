@@ -194,7 +194,7 @@ def _stream(
         planned = planned_batch(claimed.spark_folder, batch_id)
         starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
         topics = sorted({topic for topic, _ in planned.ends})
-        note = f"{claimed.folder.name} batch {batch_id}"
+        note = claimed.folder.name
         with ledger.leases(settings.warehouse, topics, job=f"ingest {claimed.folder.name}"):
             result = land_batch(
                 spark,
@@ -204,6 +204,7 @@ def _stream(
                 events_path=events_path,
                 rejects_path=rejects_path,
                 note=note,
+                batch_id=batch_id,
                 starts=starts,
             )
             for warning in result.warnings:
@@ -227,9 +228,15 @@ def _stream(
                 if behind:
                     rows = read_back(spark, result, batch, events_path, rejects_path, state_marks)
                     summary.add_state(apply_state(spark, settings, rows, topics=behind))
-                for topic in state_topics:
+                for topic in behind:
                     commit_state_marks(
-                        ledger, settings, topic, planned.ends, caught_up_ms=caught_up, note=note
+                        ledger,
+                        settings,
+                        topic,
+                        planned.ends,
+                        caught_up_ms=caught_up,
+                        note=note,
+                        batch=batch_id,
                     )
         return result.counts
 

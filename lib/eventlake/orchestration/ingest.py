@@ -208,14 +208,14 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     ]
 
 
-def stream_owner_notice(settings: Settings, topic: str) -> str | None:
+def stream_owner_notice(settings: Settings, topic: str, task: str = "ingest") -> str | None:
     """When a running stream reads ``topic``, the message saying so (and it is printed):
     a scheduled ingest of that topic, on its own checkpoint, would land its records a
     second time. None when no stream reads it.
 
     Example:
         >>> stream_owner_notice(settings, "demo.stream.clicks")
-        "skipping topic 'demo.stream.clicks': the stream ingest-pattern_demo... reads it ..."
+        "skipping ingest of topic 'demo.stream.clicks': the running stream ingest-... reads it ..."
     """
     streams = streams_reading(settings, topic)
     if not streams:
@@ -226,9 +226,10 @@ def stream_owner_notice(settings: Settings, topic: str) -> str | None:
         for s in streams
     )
     notice = (
-        f"skipping topic {topic!r}: the running stream {holders} reads it, and a scheduled "
-        "ingest would land its records a second time. Stop the stream (SIGTERM) to schedule "
-        "this topic again; `eventlake status` shows what each stream has written."
+        f"skipping {task} of topic {topic!r}: the running stream {holders} reads it and "
+        "lands it; this run would only wait for it (the ledger keeps both exactly once). "
+        "Stop the stream (SIGTERM) to schedule this topic again; `eventlake status` shows "
+        "what has landed."
     )
     print(notice, flush=True)
     return notice
@@ -238,7 +239,9 @@ def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[s
     """On a full refresh, one reconcile per state topic; otherwise none (skipped).
 
     Each an ``eventlake reconcile --topic <topic>`` of a state topic of the run; with none,
-    the DAG's mapped task is skipped.
+    the DAG's mapped task is skipped. A topic a running stream reads is skipped too, with
+    a message: the stream keeps its state table, and a reconcile would wait for the
+    topic's lease between two of its batches (``eventlake reconcile`` by hand does that).
 
     Example:
         >>> plan_reconcile({"topics": ["a"], "full_refresh": True}, settings)
@@ -250,5 +253,5 @@ def plan_reconcile(params: Mapping[str, Any], settings: Settings) -> list[dict[s
     return [
         submit_kwargs(settings, ["--topic", topic])
         for topic in checked.topics
-        if topic in settings.state_topics
+        if topic in settings.state_topics and not stream_owner_notice(settings, topic, "reconcile")
     ]

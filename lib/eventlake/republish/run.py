@@ -271,7 +271,8 @@ def _stream(
         planned = planned_batch(claimed.spark_folder, batch_id)
         starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
         with ledger.leases(run.settings.warehouse, [_lease(run.request)], job="republish"):
-            return _send(spark, run, ledger, batch, planned.ends, starts, f"batch {batch_id}")
+            note = f"{claimed.folder.name} batch {batch_id}"
+            return _send(spark, run, ledger, batch, planned.ends, starts, note, batch_id)
 
     claimed.stream(spark, options, write_batch, summary, run.settings.progress_seconds)
     return summary
@@ -285,6 +286,7 @@ def _send(
     ends: Marks,
     starts: Marks | None,
     note: str,
+    batch_id: int | None = None,
 ) -> dict[str | None, int]:
     """Send ``records`` (up to ``ends``) that the ledger does not hold yet, then commit
     their rejects with the marks. One pass writes the records and counts them; only a
@@ -308,7 +310,7 @@ def _send(
         if pending[0] is None:
             pending[0] = ledger.write(run.rejects_path, None)
         try:
-            ledger.commit(run.rejects_path, pending[0], job, ends, note=f"republish {note}")
+            ledger.commit(run.rejects_path, pending[0], job, ends, note=note, batch=batch_id)
             return counts
         except LedgerMovedError as moved:
             if attempt == LEDGER_ATTEMPTS:
