@@ -54,8 +54,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@
 
-# eventlake's own JVM code (lib/jvm, the binding's decoder), compiled from source; its
-# JUnit tests run in `make test`.
+# eventlake's own JVM code (lib/jvm: the binding's decoder, the ledger's Delta commits),
+# compiled from source; its JUnit tests run in `make test`.
 JVM_MVN := mvn -q -B -s infra/maven-settings.xml -f lib/jvm/pom.xml
 DECODER_JAR := infra/jars/spark/eventlake-cloudevents-0.1.0.jar
 JVM_SOURCES := lib/jvm/pom.xml $(shell find lib/jvm/src/main -name '*.java' 2>/dev/null)

@@ -13,7 +13,8 @@ holds and stopping. The Key Mapper puts the chosen attribute (by default the
 * **Ad hoc**: `routes` runs only the named routes (`source>target`); a name that is not
   configured fails the first task, before anything is submitted.
 * **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
-* **Delivery**: at least once (Kafka producer); each route keeps its own checkpoint.
+* **Delivery**: at least once (Kafka producer); what each route has sent is in the
+  ledger (docs/guarantees.md), so a run resumes there whatever ran before.
 * **Spark master**: the `spark_default` connection.
 * **Kafka**: the `kafka_default` connection (type `kafka`) when it is defined, its
   password given to the job only in spark-submit's environment; otherwise the

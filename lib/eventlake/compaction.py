@@ -100,9 +100,9 @@ def first_records(
             message = consumer.poll(0.5)
             if message is None or message.error() is not None:
                 continue
-            partition = message.partition()
-            if partition not in found:
-                found[partition] = (message.offset(), message.timestamp()[1])
+            partition, offset = message.partition(), message.offset()
+            if partition is not None and offset is not None and partition not in found:
+                found[partition] = (offset, message.timestamp()[1])
                 consumer.pause([TopicPartition(topic, partition)])
         return found
     finally:

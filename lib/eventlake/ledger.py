@@ -286,7 +286,7 @@ class Ledger:
 
     def write(self, path: str, rows: DataFrame | None) -> Any:
         """Write ``rows`` (None: none) as data files of the table at ``path``, uncommitted."""
-        jvm = self.spark._jvm  # type: ignore[union-attr]
+        jvm = self.spark._jvm
         ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
         return ledger.write(self.spark._jsparkSession, path, None if rows is None else rows._jdf)
 
@@ -310,7 +310,7 @@ class Ledger:
         moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
         keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
         keys.update(extra or {})
-        jvm = self.spark._jvm  # type: ignore[union-attr]
+        jvm = self.spark._jvm
         java_marks = jvm.java.util.HashMap()  # type: ignore[union-attr]
         for key, value in keys.items():
             java_marks.put(key, value)
