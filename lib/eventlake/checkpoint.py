@@ -3,7 +3,8 @@
 Spark's Kafka source happily reuses a checkpoint for another topic set, and a Delta
 sink cannot tell a new query from an old one. eventlake writes an identity file next
 to Spark's checkpoint data: the source (topics or pattern), the target tables and a
-transaction app id used for idempotent Delta commits. A checkpoint whose identity does
+unique id (``app_id``). What has landed is not here but in the tables' ledger
+(:mod:`eventlake.ledger`). A checkpoint whose identity does
 not match the run is refused.
 
 A streaming run also holds the checkpoint while it runs (:func:`hold_checkpoint`): a
@@ -45,7 +46,7 @@ class CheckpointMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class CheckpointIdentity:
-    """What a checkpoint was created for, and the app id of its Delta transactions."""
+    """What a checkpoint was created for, and its unique id."""
 
     source: str
     targets: tuple[str, ...]
