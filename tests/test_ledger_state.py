@@ -97,7 +97,8 @@ def test_maintenance_commits_do_not_reset_the_compaction_clock(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
     settings = warehouse_settings
-    create_topic(settings, topic_name, config=FAST_COMPACTION)
+    # A retention longer than maintenance takes: its commits land within the window.
+    create_topic(settings, topic_name, config=FAST_COMPACTION | {"delete.retention.ms": "10000"})
     produce_all(settings, topic_name, keyed_events(["gone", "kept"]))
     run_ingest(spark, settings, IngestRequest(topics=(topic_name,), state=True))
     # The state ingest stops running; "gone" is deleted and the cleaner removes the
