@@ -377,6 +377,27 @@ def rejected_by_ingest() -> Column:
     return F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
 
 
+def may_hold_topic(path: Path, topic: str) -> bool:
+    """Whether the Delta table at ``path`` may hold rows of ``topic``: a data file whose
+    ``kafka_topic`` statistics (min, max) span it. Read with delta-rs from the log, no
+    Spark; a file without statistics may hold anything.
+
+    Example:
+        >>> may_hold_topic(settings.table_path(EVENTS), "orders")
+        True
+    """
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    if not is_delta_table(path):
+        return False
+    actions = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()
+    low, high = "min.kafka_topic", "max.kafka_topic"
+    return any(
+        a.get(low) is None or a.get(high) is None or a[low] <= topic <= a[high] for a in actions
+    )
+
+
 def ingested_next_offsets(
     spark: SparkSession, settings: Settings, topic: str | None = None
 ) -> dict[str, dict[int, int]]:

@@ -37,9 +37,17 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError
+    from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
     from eventlake.spark import MissingJarsError
 
-    return (CheckpointMismatchError, CheckpointBusyError, MissingJarsError, KafkaConnectionError)
+    return (
+        CheckpointMismatchError,
+        CheckpointBusyError,
+        MissingJarsError,
+        KafkaConnectionError,
+        LeaseTimeoutError,
+        LedgerVersionError,
+    )
 
 
 @app.command()
@@ -55,7 +63,8 @@ def ingest(
         str,
         typer.Option(
             help="'earliest', 'latest' or per-partition JSON "
-            '({"topic":{"0":42}}); used when the checkpoint is new.'
+            '({"topic":{"0":42}}); used for partitions the tables hold nothing of yet '
+            "(elsewhere a run starts where the tables stand)."
         ),
     ] = "earliest",
     ending_offsets: Annotated[
@@ -111,12 +120,16 @@ def reconcile(
     warehouse: WarehouseOption = None,
 ) -> None:
     """Make state/<topic> equal to the topic: read it in full, keep the latest record per
-    key, upsert what differs and delete keys that no longer exist on the topic."""
+    key, upsert what differs and delete keys that no longer exist on the topic.
+
+    Takes the topic's lease: beside a running state stream it waits for the batch in
+    progress, and the stream goes on after the offsets read here."""
+    from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
     from eventlake.spark import MissingJarsError
-    from eventlake.state import reconcile_state
+    from eventlake.state import StateConflictError, reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(MissingJarsError):
+    with refused(MissingJarsError, LeaseTimeoutError, LedgerVersionError, StateConflictError):
         report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
     typer.echo(report.line())
 
@@ -243,7 +256,8 @@ def republish(
     starting_offsets: Annotated[
         str,
         typer.Option(
-            help="'earliest', 'latest' or per-partition JSON; used when the checkpoint is new."
+            help="'earliest', 'latest' or per-partition JSON; used for partitions nothing "
+            "was sent from yet (elsewhere a run starts where the last one stopped)."
         ),
     ] = "earliest",
     ending_offsets: Annotated[

@@ -74,7 +74,8 @@ def land_batch(
     """
     for attempt in range(1, LEDGER_ATTEMPTS + 1):
         landed = ledger.marks(events_path, INGEST, {t for t, _ in ends})
-        if all(landed.get(key, -1) >= end for key, end in ends.items()):
+        # A partition without a mark holds nothing: an end of 0 has nothing to add.
+        if all(landed.get(key, 0) >= end for key, end in ends.items()):
             # All of it landed before (a replay, or nothing new on a stream's first
             # batch): the events marks are where ingest stands. No Delta write, which in
             # a fresh process takes seconds.

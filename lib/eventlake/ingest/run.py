@@ -42,7 +42,14 @@ from eventlake.streaming import (
     checkpoint_folder,
     claimed_checkpoint,
 )
-from eventlake.tables import EVENTS, REJECTS, ensure_tables, ingested_next_offsets, state_path
+from eventlake.tables import (
+    EVENTS,
+    REJECTS,
+    ensure_tables,
+    ingested_next_offsets,
+    may_hold_topic,
+    state_path,
+)
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
@@ -164,7 +171,8 @@ def landed_marks(
     rejects_path = str(settings.table_path(REJECTS))
     marks = ledger.marks(events_path, INGEST, topics)
     for topic in sorted(set(topics) - {t for t, _ in marks}):
-        found = ingested_next_offsets(spark, settings, topic).get(topic)
+        held = any(may_hold_topic(settings.table_path(n), topic) for n in (EVENTS, REJECTS))
+        found = ingested_next_offsets(spark, settings, topic).get(topic) if held else None
         if not found:
             continue
         adopted = {(topic, p): o for p, o in found.items()}
@@ -222,7 +230,7 @@ def _stream(
                     t
                     for t in state_topics
                     if any(
-                        state_marks.get(k, -1) < end for k, end in planned.ends.items() if k[0] == t
+                        state_marks.get(k, 0) < end for k, end in planned.ends.items() if k[0] == t
                     )
                 ]
                 if behind:

@@ -62,7 +62,8 @@ class IngestParams:
         metadata=option(
             "Starting offsets",
             "'earliest', 'latest' or per-partition JSON "
-            '({"topic": {"0": 42}}); used when a topic\'s checkpoint is new.',
+            '({"topic": {"0": 42}}); used for partitions the tables hold nothing of '
+            "yet (elsewhere a run starts where the tables stand).",
             flag="--starting-offsets",
             type="string",
             pattern=_STARTING_OFFSETS_PATTERN,

@@ -1,0 +1,40 @@
+"""eventlake.ranges and the ledger's pure parts: offsets asked for, Spark's JSON, the
+position of a run over several tables."""
+
+from __future__ import annotations
+
+import json
+
+from eventlake.ledger import caught_up_key, ledger_key, position
+from eventlake.ranges import offsets_json, requested_starts, starting_offsets_json
+
+
+def test_earliest_and_latest_become_spark_numbers_for_every_partition() -> None:
+    assert requested_starts("earliest", {"a": 2}) == {("a", 0): -2, ("a", 1): -2}
+    assert requested_starts("latest", {"a": 1}) == {("a", 0): -1}
+
+
+def test_json_starting_offsets_fill_unnamed_partitions_with_earliest() -> None:
+    assert requested_starts('{"a": {"1": 5}}', {"a": 2}) == {("a", 0): -2, ("a", 1): 5}
+
+
+def test_starting_offsets_take_the_mark_where_there_is_one() -> None:
+    text = starting_offsets_json({("a", 0): 12}, {"a": 2}, {("a", 0): -2, ("a", 1): -1})
+
+    assert json.loads(text) == {"a": {"0": 12, "1": -1}}
+
+
+def test_offsets_json_nests_by_topic_then_partition() -> None:
+    assert json.loads(offsets_json({("b", 1): 3, ("a", 0): 1})) == {"a": {"0": 1}, "b": {"1": 3}}
+
+
+def test_a_run_over_two_tables_stands_at_the_lower_mark() -> None:
+    assert position({("a", 0): 9, ("a", 1): 4}, {("a", 0): 5, ("a", 1): 6}) == {
+        ("a", 0): 5,
+        ("a", 1): 4,
+    }
+
+
+def test_ledger_keys_name_job_topic_and_partition() -> None:
+    assert ledger_key("ingest", "orders", 3) == "eventlake/ingest/orders/3"
+    assert caught_up_key("customers") == "eventlake/state-caught-up/customers"
