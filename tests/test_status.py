@@ -126,3 +126,18 @@ def test_the_status_command_prints_json(
     (checkpoint,) = json.loads(done.stdout)["checkpoints"]
     assert checkpoint["name"] == name
     assert sum(p["lag"] for p in checkpoint["partitions"]) == 0
+
+
+def test_status_gives_where_a_state_table_stands(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 5)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), state=True))
+    produce_events(warehouse_settings, topic_name, 2, prefix="late")
+
+    (status,) = warehouse_status(warehouse_settings).checkpoints
+
+    (position,) = status.positions
+    assert (position.current_offset, position.state_offset, position.lag) == (5, 5, 2)
+    assert "state-offset" in warehouse_status(warehouse_settings).render()
