@@ -57,3 +57,33 @@ def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path) -> None:
     with hold_checkpoint(checkpoint, job="republish"):
         holder = checkpoint_holder(checkpoint)
         assert holder is not None and (holder["pid"], holder["job"]) == (os.getpid(), "republish")
+
+
+@pytest.mark.parametrize("name", ["../x", "/tmp/x", "a/b", "..", ".", "", "x" * 256])
+def test_a_checkpoint_name_that_is_not_a_folder_name_is_refused(name: str) -> None:
+    from eventlake.ingest import IngestError, IngestRequest
+
+    with pytest.raises(IngestError, match="--checkpoint-name: Checkpoint name"):
+        IngestRequest(topics=("t",), checkpoint_name=name)
+
+
+def test_a_republish_checkpoint_name_with_a_path_is_refused() -> None:
+    from eventlake.republish import RepublishError, RepublishRequest
+
+    with pytest.raises(RepublishError, match="--checkpoint-name"):
+        RepublishRequest(source="a", target="b", checkpoint_name="../outside")
+
+
+def test_a_crash_while_claiming_leaves_no_half_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventlake.checkpoint import IDENTITY_FILE, claim_checkpoint
+
+    def crash(*_: object) -> None:
+        raise OSError("killed mid-write")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError, match="killed mid-write"):
+        claim_checkpoint(tmp_path / "c", source="topics:a", targets=["/wh/events"])
+
+    assert not (tmp_path / "c" / IDENTITY_FILE).exists()

@@ -46,3 +46,11 @@ def test_names_kafka_refuses_are_not_topic_names(name: str) -> None:
 def test_a_bad_topic_name_is_refused_with_what_is_allowed() -> None:
     with pytest.raises(InvalidTopicNameError, match=r"--source 'a/b': use 1-249 characters"):
         check_topic_name("a/b", "--source")
+
+
+def test_a_jaas_value_cannot_end_its_quotes_or_add_options() -> None:
+    from eventlake.kafka import jaas_quoted
+
+    crafted = 'x" debug="true'
+    assert jaas_quoted(crafted) == '"x\\" debug=\\"true"'
+    assert jaas_quoted("a\\b\nc") == '"a\\\\b\\nc"'

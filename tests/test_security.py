@@ -35,7 +35,9 @@ SASL_OPTIONS = {
 
 @pytest.fixture(scope="module")
 def password() -> str:
-    return "pw-" + secrets.token_hex(12)
+    # What Kafka's JAAS parser treats specially, and what a shell or a config file would:
+    # quotes, backslashes, spaces, ';', '=', non-ASCII.
+    return 'pw "q" \\b s;p=é ' + secrets.token_hex(12)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -14,7 +15,12 @@ from eventlake.kafka import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk
-from eventlake.status import CheckpointStatus, streams_reading, warehouse_status
+from eventlake.status import (
+    CheckpointStatus,
+    checkpoint_statuses,
+    streams_reading,
+    warehouse_status,
+)
 from eventlake.tables import state_path
 from tests.helpers import produce_events
 
@@ -141,3 +147,45 @@ def test_status_gives_where_a_state_table_stands(
     (position,) = status.positions
     assert (position.current_offset, position.state_offset, position.lag) == (5, 5, 2)
     assert "state-offset" in warehouse_status(warehouse_settings).render()
+
+
+def _checkpoint(settings: Settings, name: str, identity: str) -> Path:
+    folder = settings.checkpoints / name
+    folder.mkdir(parents=True)
+    (folder / "eventlake-identity.json").write_text(identity)
+    return folder
+
+
+def test_a_checkpoint_with_a_broken_identity_is_reported_and_the_others_still_are(
+    warehouse_settings: Settings,
+) -> None:
+    _checkpoint(warehouse_settings, "broken", '{"source": "topics:a", "tar')
+    good = '{"source": "topics:a", "targets": ["/wh/events"], "app_id": "x"}'
+    _checkpoint(warehouse_settings, "good", good)
+
+    report = warehouse_status(warehouse_settings, ask_kafka=False)
+
+    assert [(s.name, s.problem is None) for s in report.checkpoints] == [
+        ("broken", False),
+        ("good", True),
+    ]
+    assert "problem: eventlake-identity.json cannot be read" in report.render()
+    assert [s.name for s in streams_reading(warehouse_settings, "a")] == []
+
+
+def test_a_java_only_pattern_reads_the_topics_its_stream_read(
+    warehouse_settings: Settings,
+) -> None:
+    identity = '{"source": "pattern:orders\\\\p{Alnum}+", "targets": [], "app_id": "x"}'
+    folder = _checkpoint(warehouse_settings, "java", identity)
+    spark_folder = folder / "spark"
+    (spark_folder / "offsets").mkdir(parents=True)
+    (spark_folder / "commits").mkdir()
+    (spark_folder / "offsets" / "0").write_text('v1\n{}\n{"ordersEU":{"0":3}}')
+    (spark_folder / "commits" / "0").write_text("v1\n{}")
+
+    (status,) = warehouse_status(warehouse_settings, ask_kafka=False).checkpoints
+
+    assert status.reads("ordersEU") and not status.reads("ordersUS")
+    assert status.problem is not None and "Java-only" in status.problem
+    assert [s.name for s in checkpoint_statuses(warehouse_settings, ("ordersEU",))] == ["java"]

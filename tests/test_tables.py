@@ -158,3 +158,9 @@ def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_pat
     rows.write.format("delta").partitionBy("part").save(path)
 
     assert rows_added_by(spark, path, 0, rows.schema) is None
+
+
+def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:
+    from eventlake.tables import delta_path_sql
+
+    assert delta_path_sql("/wh/state/a`b") == "delta.`/wh/state/a``b`"

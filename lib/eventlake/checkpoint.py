@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
 import uuid
@@ -31,9 +32,36 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from eventlake.files import write_atomically
+
 IDENTITY_FILE = "eventlake-identity.json"
+#: What a checkpoint name may hold: one folder name, no path (as a Kafka topic name).
+_CHECKPOINT_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 #: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
 LOCK_SUFFIX = ".lock"
+
+
+class InvalidCheckpointNameError(ValueError):
+    """A checkpoint name that is not one folder name under the warehouse's checkpoints."""
+
+
+def check_checkpoint_name(name: str) -> str:
+    """``name`` when it is a checkpoint name (letters, digits, ``.``, ``_``, ``-``; not
+    ``.`` or ``..``), else :class:`InvalidCheckpointNameError` saying why: a name with a
+    path would put the checkpoint outside the warehouse.
+
+    Example:
+        >>> check_checkpoint_name("../x")
+        Traceback (most recent call last):
+        InvalidCheckpointNameError: Checkpoint name '../x' ...
+    """
+    if not _CHECKPOINT_NAME.fullmatch(name) or name in {".", ".."}:
+        raise InvalidCheckpointNameError(
+            f"Checkpoint name {name!r} is not a folder name: use letters, digits, '.', '_' "
+            "and '-' (at most 255), not '.' or '..'; checkpoints live under "
+            "<warehouse>/_checkpoints."
+        )
+    return name
 
 
 class CheckpointBusyError(RuntimeError):
@@ -80,7 +108,8 @@ def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> Checkpoi
     )
     payload = asdict(identity)
     payload["targets"] = list(identity.targets)
-    identity_file.write_text(json.dumps(payload, indent=2) + "\n")
+    # Whole or not at all: a half-written identity would refuse every later run.
+    write_atomically(identity_file, json.dumps(payload, indent=2) + "\n")
     return identity
 
 

@@ -226,7 +226,10 @@ def partition_counts(
     """
     listed = make_admin(settings).list_topics(timeout=timeout).topics
     if pattern is not None:
-        compiled = re.compile(pattern)
+        try:
+            compiled = re.compile(pattern)
+        except re.error:
+            return {}  # Java-only syntax: Spark alone knows which topics it matches
         names = [t for t in listed if not t.startswith("__") and compiled.fullmatch(t)]
     else:
         names = [t for t in topics if t in listed]
@@ -311,9 +314,25 @@ def spark_kafka_options(settings: Settings) -> dict[str, str]:
             module = "org.apache.kafka.common.security.plain.PlainLoginModule"
         password = settings.kafka_password.get_secret_value()
         options["kafka.sasl.jaas.config"] = (
-            f'{module} required username="{username}" password="{password}";'
+            f"{module} required username={jaas_quoted(username)} password={jaas_quoted(password)};"
         )
     return options
+
+
+def jaas_quoted(value: str) -> str:
+    """``value`` as a quoted JAAS option value: Kafka's JAAS parser (a
+    ``java.io.StreamTokenizer``) reads backslash escapes inside double quotes, and a line
+    break would end the value, so backslashes, quotes and line breaks are escaped; a
+    value cannot add options of its own.
+
+    Example:
+        >>> jaas_quoted('p"w\\')
+        '"p\\"w\\\\"'
+    """
+    escaped = (
+        value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    )
+    return f'"{escaped}"'
 
 
 def kafka_source_options(

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from eventlake.kafka import is_topic_name
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
-from eventlake.tables import state_table_topics, warehouse_tables
+from eventlake.tables import delta_path_sql, state_table_topics, warehouse_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -204,9 +204,8 @@ def _vacuum(spark: SparkSession, path: str, retention_hours: float | None) -> in
 
 def _vacuum_dry_run(spark: SparkSession, path: str, retention_hours: float | None) -> int:
     """The number of files VACUUM would delete (``VACUUM ... DRY RUN`` commits nothing)."""
-    quoted = path.replace("`", "``")
     retain = "" if retention_hours is None else f" RETAIN {float(retention_hours)} HOURS"
-    return spark.sql(f"VACUUM delta.`{quoted}`{retain} DRY RUN").count()
+    return spark.sql(f"VACUUM {delta_path_sql(path)}{retain} DRY RUN").count()
 
 
 def optimize_and_vacuum(

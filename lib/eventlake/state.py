@@ -39,6 +39,7 @@ from eventlake.tables import (
     EVENTS_SCHEMA,
     KAFKA_POSITION_COLUMNS,
     MATERIALIZED_SOURCE_CONFS,
+    delta_path_sql,
     ensure_table,
     merge_source,
     retry_conflicts,
@@ -282,7 +283,8 @@ def record_compaction_risk(spark: SparkSession, path: str, risk: dict[str, Any])
     """Keep ``risk`` with the state table until a reconcile clears it."""
     text = json.dumps(risk, sort_keys=True).replace("'", "''")
     spark.sql(
-        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('{COMPACTION_RISK_PROPERTY}' = '{text}')"
+        f"ALTER TABLE {delta_path_sql(path)} SET TBLPROPERTIES "
+        f"('{COMPACTION_RISK_PROPERTY}' = '{text}')"
     )
 
 
@@ -406,7 +408,7 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
             )
             # The table now equals the topic: whatever it may have missed is repaired.
             spark.sql(
-                f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS "
+                f"ALTER TABLE {delta_path_sql(path)} UNSET TBLPROPERTIES IF EXISTS "
                 f"('{COMPACTION_RISK_PROPERTY}')"
             )
         finally:

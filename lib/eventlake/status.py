@@ -27,7 +27,7 @@ from typing import Any
 
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
 from eventlake.ledger import INGEST, STATE, read_marks
-from eventlake.offset_log import last_committed_batch
+from eventlake.offset_log import OffsetLogError, last_committed_batch, planned_batch
 from eventlake.settings import Settings
 from eventlake.state import COMPACTION_RISK_PROPERTY
 from eventlake.streaming import PROCESSING_TIME_PREFIX, SPARK_FOLDER
@@ -67,6 +67,10 @@ class CheckpointStatus:
     positions: tuple[PartitionPosition, ...] = ()
     #: What the checkpoint writes to: Delta tables, ``kafka:<topic>`` for republish.
     targets: tuple[str, ...] = ()
+    #: The topics its stream's last batch read (Spark matched a pattern, in Java).
+    seen_topics: tuple[str, ...] = ()
+    #: What is wrong with the checkpoint's files, when something is (None: nothing).
+    problem: str | None = None
 
     @property
     def ledger_job(self) -> str:
@@ -102,9 +106,16 @@ class CheckpointStatus:
         """
         kind, _, value = self.source.partition(":")
         if kind == "pattern":
+            if topic in self.seen_topics:
+                return True  # matched by Spark itself, with Java's regex semantics
             # Spark subscribes with Java's Pattern.matcher(topic).matches(): a full match.
-            return re.fullmatch(value, topic) is not None
-        return topic in value.split(",")
+            # A pattern Python cannot compile (Java-only syntax such as \p{Alnum}) is
+            # known only by the topics its stream has read.
+            try:
+                return re.fullmatch(value, topic) is not None
+            except re.error:
+                return False
+        return kind in ("topics", "topic") and topic in value.split(",")
 
 
 @dataclass
@@ -124,6 +135,8 @@ class WarehouseStatus:
             lines = []
         for status in self.checkpoints:
             lines.append(_heading(status, now))
+            if status.problem:
+                lines.append(f"  problem: {status.problem}")
             with_state = any(p.state_offset is not None for p in status.positions)
             rows = [
                 [
@@ -169,6 +182,7 @@ class WarehouseStatus:
                     "last_batch_at": s.last_batch_at.isoformat() if s.last_batch_at else None,
                     "held_by": s.holder,
                     "stream": s.is_stream,
+                    "problem": s.problem,
                     "partitions": [
                         {
                             "topic": p.topic,
@@ -241,22 +255,66 @@ def checkpoint_statuses(settings: Settings, topics: tuple[str, ...] = ()) -> lis
 
 
 def read_checkpoint(folder: Path) -> CheckpointStatus:
-    """A checkpoint's source, last committed batch (and when) and holder; no offsets yet."""
-    identity = json.loads((folder / IDENTITY_FILE).read_text())
+    """A checkpoint's source, last committed batch (and when) and holder; no offsets yet.
+    A checkpoint whose files cannot be read is returned with ``problem`` saying why (it
+    reads no topic then): one bad checkpoint never stops the report of the others.
+
+    Example:
+        >>> read_checkpoint(settings.checkpoints / "broken").problem
+        'eventlake-identity.json is not valid JSON (Expecting value: line 1 column 1)...'
+    """
+    try:
+        identity = json.loads((folder / IDENTITY_FILE).read_text())
+        source = str(identity["source"])
+        targets = tuple(str(t) for t in identity.get("targets", ()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return CheckpointStatus(
+            name=folder.name,
+            source="unknown",
+            last_batch=None,
+            last_batch_at=None,
+            holder=_holder(folder),
+            problem=f"{IDENTITY_FILE} cannot be read ({type(error).__name__}: {error}); "
+            "this checkpoint is left out. Delete the folder if no stream uses it.",
+        )
     spark_folder = folder / SPARK_FOLDER
     batch = last_committed_batch(spark_folder)
     committed_at = None
+    seen: tuple[str, ...] = ()
+    problem = None
     if batch is not None:
         mtime = (spark_folder / "commits" / str(batch)).stat().st_mtime
         committed_at = datetime.fromtimestamp(mtime, UTC)
+        try:
+            seen = tuple(sorted({t for t, _ in planned_batch(spark_folder, batch).ends}))
+        except (OSError, ValueError, OffsetLogError) as error:
+            problem = f"Spark's offsets of batch {batch} cannot be read ({error})"
+    kind, _, value = source.partition(":")
+    if kind == "pattern" and problem is None:
+        try:
+            re.compile(value)
+        except re.error as error:
+            problem = (
+                f"its pattern is Java-only syntax ({error}): the topics it reads are those "
+                f"its last batch read ({', '.join(seen) or 'none yet'})"
+            )
     return CheckpointStatus(
         name=folder.name,
-        source=str(identity["source"]),
+        source=source,
         last_batch=batch,
         last_batch_at=committed_at,
-        holder=checkpoint_holder(folder),
-        targets=tuple(str(t) for t in identity.get("targets", ())),
+        holder=_holder(folder),
+        targets=targets,
+        seen_topics=seen,
+        problem=problem,
     )
+
+
+def _holder(folder: Path) -> dict[str, Any] | None:
+    try:
+        return checkpoint_holder(folder)
+    except (OSError, ValueError):
+        return {"pid": "unknown"}
 
 
 def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:

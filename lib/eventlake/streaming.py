@@ -38,7 +38,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
-from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
+from eventlake.checkpoint import check_checkpoint_name, claim_checkpoint, hold_checkpoint
 from eventlake.ledger import Marks
 from eventlake.offset_log import last_committed_batch, planned_batch
 from eventlake.run_summary import RunSummary
@@ -86,7 +86,7 @@ def checkpoint_folder(checkpoints: Path, run: CheckpointedRun) -> Path:
         >>> checkpoint_folder(settings.checkpoints, IngestRequest(topics=("orders",)))
         PosixPath('/wh/_checkpoints/ingest-topics_orders')
     """
-    return checkpoints / (run.checkpoint_name or run.default_checkpoint_name())
+    return checkpoints / check_checkpoint_name(run.checkpoint_name or run.default_checkpoint_name())
 
 
 @contextmanager

@@ -325,7 +325,7 @@ def ensure_table(
         missing = [field for field in schema.fields if field.name not in present]
         if missing:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
-            spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
+            spark.sql(f"ALTER TABLE {delta_path_sql(path)} ADD COLUMNS ({columns})")
 
     # Both racing writers create version 0: the loser gets ProtocolChanged/MetadataChanged,
     # or finds the other's log folder before its first commit (TableCreationRace).
@@ -364,6 +364,17 @@ def is_delta_table(path: Path) -> bool:
         True
     """
     return (path / "_delta_log").is_dir()
+
+
+def delta_path_sql(path: str | Path) -> str:
+    """A Delta table's path as a SQL table name, ``delta.`<path>```, with backticks in
+    the path doubled: the one way paths go into SQL text.
+
+    Example:
+        >>> delta_path_sql("/wh/state/a`b")
+        'delta.`/wh/state/a``b`'
+    """
+    return "delta.`" + str(path).replace("`", "``") + "`"
 
 
 def rejected_by_ingest() -> Column:

@@ -3,11 +3,13 @@ of them, parsed and run: tests/dags."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
@@ -98,3 +100,27 @@ def test_spark_submit_each_maps_one_at_a_time_labelled_by_the_first_argument() -
     assert ingest.max_active_tis_per_dagrun == 1
     assert ingest.map_index_template == "{{ task.application_args[1] }}"
     assert ingest.upstream_task_ids == {"plan"}
+
+
+@pytest.mark.parametrize(
+    ("connection", "on_command_line"),
+    [
+        ({"conn_type": "spark", "host": "yarn"}, True),
+        ({"conn_type": "spark", "host": "k8s://https://kube.example:6443"}, True),
+        ({"conn_type": "spark", "host": "spark://master.example", "port": 7077}, False),
+        ({"conn_type": "spark", "host": "local[*]"}, False),
+        ("yarn://resourcemanager.example", True),
+        ("k8s://https%3A%2F%2Fkube.example:6443", True),
+        ("spark://master.example:7077", False),
+    ],
+    ids=["host-yarn", "host-k8s", "host-spark", "host-local", "uri-yarn", "uri-k8s", "uri-spark"],
+)
+def test_the_guard_asks_the_providers_hook_where_env_vars_go(
+    monkeypatch: pytest.MonkeyPatch, connection: object, on_command_line: bool
+) -> None:
+    from eventlake.orchestration.dag_parts import env_on_the_command_line
+
+    value = json.dumps(connection) if isinstance(connection, dict) else connection
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_PROBE", value)
+
+    assert env_on_the_command_line("spark_probe")[0] is on_command_line

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
 from eventlake.kafka import kafka_source_options
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
@@ -43,6 +44,11 @@ class IngestRequest:
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
             raise IngestError("Give either one or more --topic, or one --topic-pattern.")
+        if self.checkpoint_name is not None:
+            try:
+                check_checkpoint_name(self.checkpoint_name)
+            except InvalidCheckpointNameError as error:
+                raise IngestError(f"--checkpoint-name: {error}") from None
         problem = trigger_problem(self.trigger)
         if problem:
             raise IngestError(problem)

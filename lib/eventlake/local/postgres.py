@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from eventlake.files import write_atomically
 from eventlake.local import processes
 from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.settings import LocalSettings
@@ -173,8 +174,8 @@ class LocalPostgres:
     def _initdb(self, bin_dir: Path) -> None:
         if (self.data_dir / "PG_VERSION").exists():
             return
-        self.password_file.write_text(secrets.token_urlsafe(24) + "\n")
-        self.password_file.chmod(0o600)
+        # Created 0600: never readable by others, not even before a chmod.
+        write_atomically(self.password_file, secrets.token_urlsafe(24) + "\n", mode=0o600)
         if os.geteuid() == 0:
             shutil.chown(self.password_file, user=SYSTEM_USER, group=SYSTEM_USER)
         self._run(

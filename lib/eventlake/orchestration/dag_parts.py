@@ -168,13 +168,35 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
             self.env_vars = planned
 
 
+def env_on_the_command_line(spark_conn_id: str) -> tuple[bool, str]:
+    """Whether spark-submit would carry the task's ``env_vars`` on its command line for
+    connection ``spark_conn_id`` (YARN, Kubernetes: ``--conf spark.*Env.*``), and the
+    master the connection resolves to. Asked of the Spark provider's own hook: it builds
+    the command with a probe variable, whatever form the connection has (``host`` with a
+    prefix, or a URI's scheme).
+
+    Example:
+        >>> env_on_the_command_line("spark_default")
+        (False, 'local[*]')
+    """
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    probe = "eventlake-env-probe"
+    try:
+        hook = SparkSubmitHook(conn_id=spark_conn_id, env_vars={"EVENTLAKE_PROBE": probe})
+        command = hook._build_spark_submit_command("probe.py")
+    except Exception as error:
+        # Fail closed. The hook refuses a k8s:// master without the Kubernetes client
+        # (provider 6.3.4: a NameError for the missing kube_client): that is still k8s.
+        return True, f"{type(error).__name__}: {error}"
+    return any(probe in part for part in command), str(hook._connection["master"])
+
+
 def _refuse_env_on_the_command_line(spark_conn_id: str, kafka_conn_id: str | None) -> None:
     """For YARN and Kubernetes masters, SparkSubmitHook turns ``env_vars`` into
     ``--conf spark.*Env.*`` arguments: a password there would be on the command line."""
-    from airflow.sdk import BaseHook
-
-    master = (BaseHook.get_connection(spark_conn_id).host or "").lower()
-    if master.startswith(("yarn", "k8s")):
+    on_command_line, master = env_on_the_command_line(spark_conn_id)
+    if on_command_line:
         raise OrchestrationError(
             f"The {kafka_conn_id} connection's password cannot reach a job on master "
             f"{master!r}: spark-submit would get it as a --conf argument. Give the driver "

@@ -28,6 +28,7 @@ from eventlake.binding import (
     DATA_MEMBERS,
     PARTITIONKEY,
 )
+from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
 from eventlake.kafka import is_topic_name
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 
@@ -102,6 +103,11 @@ class RepublishRequest:
         for option, topic in (("--source", self.source), ("--target", self.target)):
             if not is_topic_name(topic):
                 raise RepublishError(f"{option} {topic!r} is not a Kafka topic name")
+        if self.checkpoint_name is not None:
+            try:
+                check_checkpoint_name(self.checkpoint_name)
+            except InvalidCheckpointNameError as error:
+                raise RepublishError(f"--checkpoint-name: {error}") from None
         if self.source == self.target:
             raise RepublishError(
                 "--source and --target are the same topic: every record would be read back "
