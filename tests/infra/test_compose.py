@@ -60,8 +60,20 @@ MAVEN_COMMANDS = [
 ]
 
 
-def _docker_compose_config(*args: str) -> subprocess.CompletedProcess[str]:
-    """`docker-compose config` on the project's file, from the repository root."""
+#: The secrets docker-compose.yml requires (no defaults), with test values.
+REQUIRED_SECRETS = {
+    "AIRFLOW_JWT_SECRET": "test-jwt-secret",
+    "AIRFLOW_API_SECRET_KEY": "test-api-secret",
+    "AIRFLOW_FERNET_KEY": "test-fernet-key",
+    "AIRFLOW_DB_PASSWORD": "test-db-password",
+}
+
+
+def _docker_compose_config(
+    *args: str, secrets: dict[str, str] = REQUIRED_SECRETS
+) -> subprocess.CompletedProcess[str]:
+    """`docker-compose config` on the project's file, from the repository root, with
+    ``secrets`` in the environment (and no other EVENTLAKE_/AIRFLOW_ variable)."""
     if not os.access(DOCKER_COMPOSE, os.X_OK):
         pytest.fail(
             f"{DOCKER_COMPOSE} is missing: run `make setup` "
@@ -79,6 +91,14 @@ def _docker_compose_config(*args: str) -> subprocess.CompletedProcess[str]:
             *args,
         ],
         cwd=ROOT,
+        env={
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("AIRFLOW_", "EVENTLAKE_UI_"))
+            },
+            **secrets,
+        },
         capture_output=True,
         text=True,
         timeout=120,
@@ -216,3 +236,41 @@ def test_the_image_installs_the_postgres_drivers_from_the_project_pins() -> None
     assert any(pin.startswith("psycopg2-binary==") for pin in pins)
     assert any(pin.startswith("asyncpg==") for pin in pins)
     assert "psycopg2-binary==" not in _dockerfile_text()
+
+
+def test_compose_refuses_to_start_without_each_secret_and_names_it() -> None:
+    for name in REQUIRED_SECRETS:
+        missing = {k: v for k, v in REQUIRED_SECRETS.items() if k != name}
+
+        result = _docker_compose_config("-q", secrets=missing)
+
+        assert result.returncode != 0, f"docker-compose config accepted no {name}"
+        assert f"set {name}, see .env.example" in result.stderr
+
+
+def test_every_secret_the_compose_file_requires_is_documented_in_env_example() -> None:
+    documented = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    required = set(re.findall(r"\$\{([A-Z_]+):\?", COMPOSE_FILE.read_text()))
+
+    assert required == set(REQUIRED_SECRETS)
+    assert required <= documented
+
+
+def test_published_ports_bind_to_loopback_unless_told_otherwise() -> None:
+    published = {name: service.get("ports", []) for name, service in _resolved_services().items()}
+
+    bound = {
+        name: [p if isinstance(p, str) else p.get("host_ip") for p in ports]
+        for name, ports in published.items()
+        if ports
+    }
+    assert bound, "no service publishes a port"
+    for name, ports in bound.items():
+        assert all(str(p).startswith("127.0.0.1") for p in ports), (name, ports)
+
+
+def test_airflow_asks_for_a_login() -> None:
+    environment = _resolved_services()["airflow-api-server"]["environment"]
+
+    assert environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "false"
+    assert environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin"
