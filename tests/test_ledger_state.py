@@ -21,12 +21,7 @@ from eventlake.settings import Settings
 from eventlake.state import reconcile_state
 from eventlake.tables import state_path
 from tests.helpers import binary_headers, keyed_events, read_topic
-from tests.test_compaction import FAST_COMPACTION, _until
-
-
-def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:
-    rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
-    return {bytes(r.kafka_key): r.id for r in rows}
+from tests.test_compaction import FAST_COMPACTION, _state, _until
 
 
 def _latest_per_key(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:

@@ -113,6 +113,23 @@ def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> Checkpoi
     return identity
 
 
+def holder_record(job: str, **extra: object) -> dict[str, object]:
+    """What a lock file says of its holder: pid, host, job, since, command, and ``extra``.
+
+    Example:
+        >>> holder_record("ingest", trigger="available-now")["job"]
+        'ingest'
+    """
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "job": job,
+        **extra,
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv)[:500],
+    }
+
+
 def lock_path(checkpoint: Path) -> Path:
     """The lock file of a checkpoint folder."""
     return checkpoint.with_name(checkpoint.name + LOCK_SUFFIX)
@@ -167,14 +184,7 @@ def hold_checkpoint(checkpoint: Path, *, job: str, trigger: str | None = None) -
             ) from None
         handle.seek(0)
         handle.truncate()
-        holder = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "job": job,
-            "trigger": trigger,
-            "since": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv)[:500],
-        }
+        holder = holder_record(job, trigger=trigger)
         handle.write(json.dumps(holder) + "\n")
         handle.flush()
         try:

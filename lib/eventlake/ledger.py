@@ -41,21 +41,19 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import socket
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from eventlake.checkpoint import holder_record
 
 #: Prefix of every ledger key (a Delta txn app id).
 KEY_PREFIX: Final = "eventlake"
@@ -175,6 +173,27 @@ def topic_marks(marks: Marks, topic: str) -> dict[int, int]:
         {0: 5}
     """
     return {p: o for (t, p), o in marks.items() if t == topic}
+
+
+def only_missing(
+    records: DataFrame,
+    marks: Marks,
+    starts: Marks | None,
+    *,
+    topic: str = "kafka_topic",
+    partition: str = "kafka_partition",
+    offset: str = "kafka_offset",
+) -> DataFrame:
+    """``records`` without those below the marks (landed before: a replay, a backfill,
+    another process); as they are when the batch starts (``starts``) at or above every
+    mark, which spares the filter in the common case.
+
+    Example:
+        >>> only_missing(batch, {("orders", 0): 1200}, starts=None, topic="topic", ...)
+    """
+    if starts is not None and all(starts.get(k, 0) >= m for k, m in marks.items()):
+        return records
+    return records.where(unlanded(marks, topic=topic, partition=partition, offset=offset))
 
 
 def position(*tables: Marks) -> Marks:
@@ -355,26 +374,6 @@ def lease_path(warehouse: Path, topic: str) -> Path:
     return warehouse / LEASE_FOLDER / f"{topic}.lease"
 
 
-def lease_holder(warehouse: Path, topic: str) -> dict[str, Any] | None:
-    """Who holds the topic's lease now (pid, host, job, since), or None.
-
-    Example:
-        >>> lease_holder(settings.warehouse, "customers")
-        {'pid': 4242, 'host': 'etl-1', 'job': 'reconcile', 'since': '...'}
-    """
-    path = lease_path(warehouse, topic)
-    if not path.exists():
-        return None
-    with path.open("r") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = handle.read()
-            return json.loads(text) if text.strip() else {"pid": "unknown"}
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return None
-
-
 @contextmanager
 def topic_leases(
     warehouse: Path,
@@ -439,14 +438,7 @@ def _topic_lease(
         previous = json.loads(text).get("token") if text.strip() else None
         handle.seek(0)
         handle.truncate()
-        holder = {
-            "token": token,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "job": job,
-            "since": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv)[:300],
-        }
+        holder = holder_record(job, token=token)
         handle.write(json.dumps(holder) + "\n")
         handle.flush()
         try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from pyspark.sql import DataFrame, SparkSession
+
 from eventlake.ledger import Marks
 from eventlake.settings import Settings
 
@@ -92,6 +94,34 @@ def bounded_range(
                 start = end
             starts[key], ends[key] = min(start, end), end
     return starts, ends
+
+
+def nothing_to_read(starts: Marks, ends: Marks) -> bool:
+    """Whether a bounded range is empty in every partition.
+
+    Example:
+        >>> nothing_to_read({("a", 0): 5}, {("a", 0): 5})
+        True
+    """
+    return all(starts[key] >= end for key, end in ends.items())
+
+
+def read_range(
+    spark: SparkSession, options: Mapping[str, str], starts: Marks, ends: Marks
+) -> DataFrame:
+    """The records of Spark's Kafka source (``options``) from ``starts`` to ``ends``.
+
+    Example:
+        >>> read_range(spark, kafka_reader_options(settings, request), starts, ends).count()
+        300
+    """
+    return (
+        spark.read.format("kafka")
+        .options(**options)
+        .option("startingOffsets", offsets_json(starts))
+        .option("endingOffsets", offsets_json(ends))
+        .load()
+    )
 
 
 def offsets_json(offsets: Marks) -> str:

@@ -338,7 +338,8 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
 
     from eventlake.binding import decode_records
     from eventlake.compaction import topic_offsets
-    from eventlake.kafka import spark_kafka_options
+    from eventlake.kafka import kafka_source_options
+    from eventlake.ranges import offsets_json
 
     ledger = Ledger(spark)
     with ledger.leases(settings.warehouse, [topic], job="reconcile"):
@@ -347,11 +348,14 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
         ends = {(topic, p): offset for p, offset in head.items()}
         records = (
             spark.read.format("kafka")
-            .options(**spark_kafka_options(settings))
-            .option("subscribe", topic)
-            .option("includeHeaders", "true")
-            .option("startingOffsets", "earliest")
-            .option("endingOffsets", json.dumps({topic: {str(p): o for p, o in head.items()}}))
+            .options(
+                **kafka_source_options(
+                    settings,
+                    {"subscribe": topic},
+                    starting_offsets="earliest",
+                    ending_offsets=offsets_json(ends),
+                )
+            )
             .load()
         )
         decoded = decode_records(records).cache()

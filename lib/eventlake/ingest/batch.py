@@ -17,18 +17,16 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.types import StructType
 
 from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
-from eventlake.ledger import INGEST, Ledger, LedgerMovedError, Marks, unlanded
+from eventlake.ledger import INGEST, Ledger, LedgerMovedError, Marks, only_missing, unlanded
 from eventlake.observed import reason_counts, rejects_lost
 from eventlake.state import records_from_tables
-from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, rows_added_by
-
-#: How many times a batch is landed again after another process moved its marks.
-LEDGER_ATTEMPTS = 3
+from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, retry_conflicts, rows_added_by
 
 _KAFKA_ROW = {"topic": "topic", "partition": "partition", "offset": "offset"}
 
@@ -72,24 +70,15 @@ def land_batch(
         ...            rejects_path=r, note="batch 7").counts
         {None: 998, 'malformed_json': 2}
     """
-    for attempt in range(1, LEDGER_ATTEMPTS + 1):
-        landed = ledger.marks(events_path, INGEST, {t for t, _ in ends})
-        # A partition without a mark holds nothing: an end of 0 has nothing to add.
-        if all(landed.get(key, 0) >= end for key, end in ends.items()):
-            # All of it landed before (a replay, or nothing new on a stream's first
-            # batch): the events marks are where ingest stands. No Delta write, which in
-            # a fresh process takes seconds.
-            return BatchResult({}, events_marks=landed)
-        try:
-            return _land(
-                spark, records, ledger, ends, events_path, rejects_path, note, batch_id, starts
-            )
-        except LedgerMovedError as moved:
-            if attempt == LEDGER_ATTEMPTS:
-                raise
-            print(f"ingest: {note}: {moved}; landing what is still missing", flush=True)
-            starts = None
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    # Another process may land the same partitions meanwhile: the commit is refused, its
+    # files stay uncommitted, and the batch is landed again above the new marks.
+    return retry_conflicts(
+        partial(
+            _land, spark, records, ledger, ends, events_path, rejects_path, note, batch_id, starts
+        ),
+        what=f"ingest: {note}",
+        retryable=(LedgerMovedError,),
+    )
 
 
 def _land(
@@ -105,25 +94,25 @@ def _land(
 ) -> BatchResult:
     topics = {t for t, _ in ends}
     events_marks = ledger.marks(events_path, INGEST, topics)
+    # A partition without a mark holds nothing: an end of 0 has nothing to add.
+    if all(events_marks.get(key, 0) >= end for key, end in ends.items()):
+        # All of it landed before (a replay, or nothing new on a stream's first batch):
+        # the events marks are where ingest stands. No Delta write, which in a fresh
+        # process takes seconds.
+        return BatchResult({}, events_marks=events_marks)
     rejects_marks = ledger.marks(rejects_path, INGEST, topics)
-
-    def missing(marks: Marks) -> DataFrame:
-        # Records below a mark landed before (a replay, a backfill, another process).
-        if starts is not None and all(starts.get(k, 0) >= m for k, m in marks.items()):
-            return records
-        return records.where(unlanded(marks, **_KAFKA_ROW))
-
     result = BatchResult({}, events_marks=events_marks, rejects_marks=rejects_marks)
     seen = Observation()
-    pending_events = ledger.write(
-        events_path, to_events(decode_records(missing(events_marks), seen))
+    events = to_events(
+        decode_records(only_missing(records, events_marks, starts, **_KAFKA_ROW), seen)
     )
+    pending_events = ledger.write(events_path, events)
     result.counts = reason_counts(seen, RejectReason)
     rejects = sum(n for reason, n in result.counts.items() if reason is not None)
     if rejects:
         seen_again = Observation()
-        decoded_again = decode_records(missing(rejects_marks), seen_again)
-        pending_rejects = ledger.write(rejects_path, to_rejects(decoded_again))
+        again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
+        pending_rejects = ledger.write(rejects_path, to_rejects(decode_records(again, seen_again)))
         version = ledger.commit(
             rejects_path, pending_rejects, INGEST, ends, note=note, batch=batch_id
         )

@@ -30,7 +30,8 @@ from eventlake.ledger import (
 from eventlake.offset_log import PlannedBatch, planned_batch
 from eventlake.ranges import (
     bounded_range,
-    offsets_json,
+    nothing_to_read,
+    read_range,
     requested_starts,
     starting_offsets_json,
 )
@@ -300,20 +301,14 @@ def _run_bounded(
             request.ending_offsets or "latest",
             partitions,
         )
-        if all(starts[key] >= ends[key] for key in ends):
+        if nothing_to_read(starts, ends):
             print(
                 f"ingest: nothing to land: the tables hold {request.source_description} "
                 "up to the ending offsets",
                 flush=True,
             )
             return summary
-        records = (
-            spark.read.format("kafka")
-            .options(**kafka_reader_options(settings, request))
-            .option("startingOffsets", offsets_json(starts))
-            .option("endingOffsets", offsets_json(ends))
-            .load()
-        )
+        records = read_range(spark, kafka_reader_options(settings, request), starts, ends)
         result = land_batch(
             spark,
             records,

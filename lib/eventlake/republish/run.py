@@ -35,7 +35,6 @@ from typing import ClassVar
 from pyspark.sql import DataFrame, Observation, SparkSession
 
 from eventlake.binding import decode_records
-from eventlake.ingest.batch import LEDGER_ATTEMPTS
 from eventlake.kafka import (
     check_connection,
     connection_lost_error,
@@ -45,10 +44,16 @@ from eventlake.kafka import (
     partition_counts,
     write_to_kafka,
 )
-from eventlake.ledger import Ledger, LedgerMovedError, Marks, unlanded
+from eventlake.ledger import Ledger, LedgerMovedError, Marks, only_missing
 from eventlake.observed import observe_reasons, reason_counts, rejects_lost
 from eventlake.offset_log import planned_batch
-from eventlake.ranges import bounded_range, offsets_json, requested_starts, starting_offsets_json
+from eventlake.ranges import (
+    bounded_range,
+    nothing_to_read,
+    read_range,
+    requested_starts,
+    starting_offsets_json,
+)
 from eventlake.republish.plan import (
     REPUBLISH_REASONS,
     plan_republish,
@@ -59,7 +64,7 @@ from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
-from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table
+from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table, retry_conflicts
 
 
 @dataclass
@@ -292,32 +297,28 @@ def _send(
     their rejects with the marks. One pass writes the records and counts them; only a
     batch with rejects is read again, for the rejects."""
     job = republish_job(run.request.target)
-    pending: list[object] = [None]
 
-    def store(rejects: DataFrame) -> None:
-        pending[0] = ledger.write(run.rejects_path, rejects)
-
-    for attempt in range(1, LEDGER_ATTEMPTS + 1):
+    def send() -> dict[str | None, int]:
         sent = ledger.marks(run.rejects_path, job, [run.request.source])
-        if starts is None or any(starts.get(k, 0) < m for k, m in sent.items()):
-            records = records.where(
-                unlanded(sent, topic="topic", partition="partition", offset="offset")
-            )
-        counts = run.write_records(records)
-        pending[0] = None
+        missing = only_missing(
+            records, sent, starts, topic="topic", partition="partition", offset="offset"
+        )
+        counts = run.write_records(missing)
+        pending: list[object] = [None]
+
+        def store(rejects: DataFrame) -> None:
+            pending[0] = ledger.write(run.rejects_path, rejects)
+
         if _has_rejects(counts):
-            run.store_rejects(records, counts, store, where=f"{note}: ")
+            run.store_rejects(missing, counts, store, where=f"{note}: ")
         if pending[0] is None:
             pending[0] = ledger.write(run.rejects_path, None)
-        try:
-            ledger.commit(run.rejects_path, pending[0], job, ends, note=note, batch=batch_id)
-            return counts
-        except LedgerMovedError as moved:
-            if attempt == LEDGER_ATTEMPTS:
-                raise
-            print(f"republish: {note}: {moved}; sending what is still missing", flush=True)
-            starts = None
-    raise AssertionError("unreachable: the last attempt returns or raises")
+        ledger.commit(run.rejects_path, pending[0], job, ends, note=note, batch=batch_id)
+        return counts
+
+    # Another process sent the same partitions meanwhile: the commit is refused, and what
+    # is still missing is sent (the Kafka sink is at least once anyway).
+    return retry_conflicts(send, what=f"republish: {note}", retryable=(LedgerMovedError,))
 
 
 def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
@@ -334,19 +335,13 @@ def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
             request.ending_offsets or "latest",
             partitions,
         )
-        if all(starts[key] >= ends[key] for key in ends):
+        if nothing_to_read(starts, ends):
             print(
                 f"republish: nothing to send: {request.target} has {request.source} up to "
                 "the ending offsets",
                 flush=True,
             )
             return summary
-        records = (
-            spark.read.format("kafka")
-            .options(**kafka_reader_options(run.settings, request))
-            .option("startingOffsets", offsets_json(starts))
-            .option("endingOffsets", offsets_json(ends))
-            .load()
-        )
+        records = read_range(spark, kafka_reader_options(run.settings, request), starts, ends)
         summary.add_batch(_send(spark, run, ledger, records, ends, starts, "bounded run"))
     return summary
