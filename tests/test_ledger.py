@@ -180,3 +180,10 @@ def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings
     ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 10}, note="ahead")
     ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 4}, note="behind")
     assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}
+
+
+def test_a_table_whose_first_commit_is_not_written_yet_has_no_marks(tmp_path: Path) -> None:
+    # Another process is creating it: the log folder exists, its first commit not yet.
+    (tmp_path / "state" / "_delta_log").mkdir(parents=True)
+
+    assert read_marks(tmp_path / "state", INGEST, ["t"]) == (-1, {})

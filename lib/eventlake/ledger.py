@@ -126,6 +126,26 @@ def check_delta_version() -> str:
     return version
 
 
+def _delta_rs_table(path: str | Path) -> Any:
+    """The Delta table at ``path`` through delta-rs, or None while there is none: no log
+    folder yet, or one whose first commit is still being written (another process is
+    creating the table).
+
+    Example:
+        >>> _delta_rs_table("/wh/state/new") is None
+        True
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    if not (Path(path) / "_delta_log").is_dir():
+        return None
+    try:
+        return DeltaTable(str(path))
+    except TableNotFoundError:
+        return None
+
+
 def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, Marks]:
     """The table's version and the marks of ``job`` for ``topics``, read with delta-rs
     (no Spark). Partitions are numbered from 0 and every landing writes all it read, so
@@ -135,11 +155,9 @@ def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, 
         >>> read_marks("/wh/events", "ingest", ["orders"])
         (42, {('orders', 0): 1200, ('orders', 1): 1187})
     """
-    from deltalake import DeltaTable
-
-    if not (Path(path) / "_delta_log").is_dir():
+    table = _delta_rs_table(path)
+    if table is None:
         return -1, {}
-    table = DeltaTable(str(path))
     marks: Marks = {}
     for topic in topics:
         partition = 0
@@ -157,11 +175,10 @@ def read_caught_up(path: str | Path, topic: str) -> int | None:
         >>> read_caught_up("/wh/state/customers", "customers")
         1764050000000
     """
-    from deltalake import DeltaTable
-
-    if not (Path(path) / "_delta_log").is_dir():
+    table = _delta_rs_table(path)
+    if table is None:
         return None
-    version = DeltaTable(str(path)).transaction_version(caught_up_key(topic))
+    version = table.transaction_version(caught_up_key(topic))
     return None if version is None else int(version)
 
 

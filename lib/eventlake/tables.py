@@ -399,10 +399,15 @@ def may_hold_topic(path: Path, topic: str) -> bool:
     """
     import pyarrow as pa
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     if not is_delta_table(path):
         return False
-    actions = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()
+    try:
+        table = DeltaTable(str(path))
+    except TableNotFoundError:
+        return False  # its first commit is still being written: nothing in it yet
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     low, high = "min.kafka_topic", "max.kafka_topic"
     return any(
         a.get(low) is None or a.get(high) is None or a[low] <= topic <= a[high] for a in actions
