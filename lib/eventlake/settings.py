@@ -56,7 +56,10 @@ class RepublishRoute(BaseModel):
 class Settings(BaseSettings):
     """Runtime configuration; see the module docstring for the environment names."""
 
-    model_config = SettingsConfigDict(env_prefix="EVENTLAKE_", extra="ignore")
+    # A refused value is never echoed: it may be a secret (hide_input_in_errors).
+    model_config = SettingsConfigDict(
+        env_prefix="EVENTLAKE_", extra="ignore", hide_input_in_errors=True
+    )
 
     bootstrap_servers: str = Field(
         default="127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
@@ -102,6 +105,20 @@ class Settings(BaseSettings):
         ge=1,
         description="spark.cores.max on a spark:// master (unset: every free core, one "
         "executor per executor_cores).",
+    )
+    # A standalone cluster's RPC (the driver, master, workers and executors) is
+    # authenticated and encrypted with one shared secret (eventlake.spark_auth).
+    spark_authenticate: bool = Field(
+        default=True,
+        description="On a spark:// master, authenticate and encrypt Spark's RPC "
+        "(spark.authenticate, spark.network.crypto.enabled) with spark_auth_secret. "
+        "false only for a cluster that runs without authentication.",
+    )
+    spark_auth_secret: SecretStr | None = Field(
+        default=None,
+        description="The standalone cluster's shared secret (spark.authenticate.secret), "
+        "required on a spark:// master: from the environment, or in Airflow the "
+        "spark_default connection's password. Never on a command line or in the UI.",
     )
     jars_dir: Path = Field(
         default=PROJECT_ROOT / "infra" / "jars" / "spark",
@@ -156,6 +173,21 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("spark_auth_secret")
+    @classmethod
+    def _secret_without_edge_spaces(cls, secret: SecretStr | None) -> SecretStr | None:
+        # Spark trims the values of a properties file (the daemons' spark-defaults.conf):
+        # a secret with edge spaces would differ between the driver and the cluster.
+        if secret is not None:
+            value = secret.get_secret_value()
+            if not value or value != value.strip():
+                raise ValueError(
+                    "the Spark secret is empty or starts or ends with white space, which "
+                    "Spark trims; generate one with: python -c "
+                    "'import secrets; print(secrets.token_hex(32))'"
+                )
+        return secret
 
     @field_validator("warehouse")
     @classmethod

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.class_archive import archive_java_option, dump_java_option
 from eventlake.settings import Settings
+from eventlake.spark_auth import SparkAuthError, auth_conf, driver_secret_conf
 
 #: Jars that must be present; prefixes of file names in the jars folder.
 REQUIRED_JARS = (
@@ -42,8 +43,20 @@ SQL_EXTENSIONS = (
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
-class MissingJarsError(RuntimeError):
+class SparkSetupError(RuntimeError):
+    """No session can be built as configured; the message says what to change."""
+
+
+class MissingJarsError(SparkSetupError):
     """The Kafka connector or Delta jars are not where the settings point."""
+
+
+class MasterRefusedError(SparkSetupError):
+    """The standalone master did not take the application (down, or another secret)."""
+
+
+#: Raised when the session cannot be built as configured (a sentence, no traceback).
+SETUP_ERRORS = (SparkSetupError, SparkAuthError)
 
 
 def spark_jars(settings: Settings) -> list[Path]:
@@ -95,7 +108,9 @@ def driver_on_loopback(master: str) -> bool:
 
 def cluster_conf(settings: Settings) -> dict[str, str]:
     """What a job on a standalone cluster needs besides :func:`spark_conf`'s common part:
-    executor size and count, and the Python and logging of the executors.
+    executor size and count, the Python and logging of the executors, and RPC
+    authentication and encryption (:func:`eventlake.spark_auth.auth_conf`; the secret
+    itself only in :func:`build_spark_session`).
 
     Jars need nothing here: ``spark.jars`` holds local paths, which the driver serves to
     every executor (fetched from the driver into the executor's work dir, never from a
@@ -115,6 +130,7 @@ def cluster_conf(settings: Settings) -> dict[str, str]:
     }
     if settings.cores_max is not None:
         conf["spark.cores.max"] = str(settings.cores_max)
+    conf.update(auth_conf(settings))
     return conf
 
 
@@ -198,9 +214,23 @@ def build_spark_session(
     if driver_on_loopback(settings.spark_master):
         # Read by the JVM at start-up, before any Spark conf applies.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    for key, value in spark_conf(settings, ui=ui).items():
+    # The secret reaches the driver's JVM through py4j: no command line, and the UI
+    # redacts it (spark.redaction.regex).
+    for key, value in {**spark_conf(settings, ui=ui), **driver_secret_conf(settings)}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:
+        # The standalone client gives up after three registrations of 20 s each and
+        # stops the context it was building.
+        if is_cluster_master(settings.spark_master) and "stopped SparkContext" in str(error):
+            raise MasterRefusedError(
+                f"The Spark master {settings.spark_master} did not accept this application "
+                "within a minute: it is down, or it authenticates with another secret than "
+                "this job's (EVENTLAKE_SPARK_AUTH_SECRET, or in Airflow the spark_default "
+                "connection's password). The driver's log says which."
+            ) from error
+        raise
     spark.sparkContext.setLogLevel("WARN")
     return spark
 

@@ -1,17 +1,22 @@
 """The DAGs end to end on the local cluster (issue 19): triggered through Airflow's REST
 API, each job submitted to the standalone master with executors on both workers, the
 jars served to them by path, the tables equal to a local-mode run of the same jobs;
-then a worker SIGKILLed during an ingest, which still lands every record exactly once.
+then a worker SIGKILLed during an ingest, which still lands every record exactly once;
+then a driver without the cluster's RPC secret, which the master refuses.
 
-The two tests share the cluster and run in order (the second kills a worker). Figures
+The tests share the cluster and run in order (the second kills a worker). Figures
 go to results/cluster-run.json (``make test-cluster`` prints them: ``-s``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -317,3 +322,49 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
     assert sorted(landed_ids) == sorted(ids), figures["worker_kill"]
     assert all(n == 1 for n in landed_ids.values()), figures["worker_kill"]
     assert all(n == 1 for n in coordinates.values()), figures["worker_kill"]
+
+
+def test_a_submission_without_the_clusters_secret_is_refused(
+    cluster: LocalCluster, figures: dict[str, Any], tmp_path: Path
+) -> None:
+    """The cluster authenticates its RPC: a driver that does not know the secret gets no
+    application on the master, and a sentence instead of a stack trace."""
+    settings = cluster.settings
+    names_before = {app["name"] for app in _master_apps(cluster)}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("EVENTLAKE_")}
+    env.update(
+        {
+            "EVENTLAKE_SPARK_MASTER": cluster.spark.url,
+            "EVENTLAKE_SPARK_AUTHENTICATE": "false",
+            "EVENTLAKE_WAREHOUSE": str(tmp_path / "warehouse"),
+            "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
+        }
+    )
+    started = time.monotonic()
+
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "eventlake"), "query", "SELECT 1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    figures["unauthenticated_submission"] = {
+        "exit_code": result.returncode,
+        "seconds": round(time.monotonic() - started, 1),
+        "error": result.stderr.strip().splitlines()[-1:],
+    }
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "did not accept this application" in result.stderr
+    assert "Traceback" not in result.stderr
+    master_log = cluster.spark.log_file("spark-master").read_text(errors="replace")
+    assert "Expected SaslMessage" in master_log
+    names_after = {app["name"] for app in _master_apps(cluster)}
+    assert "eventlake-query" not in names_after - names_before
+
+
+def _master_apps(cluster: LocalCluster) -> list[dict[str, Any]]:
+    master = cluster.spark.master_json() or {}
+    return [*master.get("activeapps", []), *master.get("completedapps", [])]

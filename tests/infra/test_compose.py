@@ -66,7 +66,10 @@ REQUIRED_SECRETS = {
     "AIRFLOW_API_SECRET_KEY": "test-api-secret",
     "AIRFLOW_FERNET_KEY": "test-fernet-key",
     "AIRFLOW_DB_PASSWORD": "test-db-password",
+    "EVENTLAKE_SPARK_AUTH_SECRET": "test-spark-secret",
 }
+#: How docker-compose.yml starts the Spark daemons (the secret's conf, then spark-class).
+SPARK_DAEMON = "/opt/eventlake/infra/spark-daemon.sh"
 
 
 def _docker_compose_config(
@@ -95,7 +98,7 @@ def _docker_compose_config(
             **{
                 k: v
                 for k, v in os.environ.items()
-                if not k.startswith(("AIRFLOW_", "EVENTLAKE_UI_"))
+                if not k.startswith(("AIRFLOW_", "EVENTLAKE_UI_", "EVENTLAKE_SPARK_AUTH"))
             },
             **secrets,
         },
@@ -195,9 +198,9 @@ def test_the_spark_daemons_run_as_the_local_cluster_runs_them() -> None:
 
     master, worker = _command("spark-master"), _command("spark-worker")
 
-    assert master[:2] == ["spark-class", MASTER_CLASS]
+    assert master[:2] == [SPARK_DAEMON, MASTER_CLASS]
     assert _flags(master) == _flags(master_command(settings))
-    assert worker[:2] == ["spark-class", WORKER_CLASS]
+    assert worker[:2] == [SPARK_DAEMON, WORKER_CLASS]
     # Each container has its own host name and UI port; the worker's resources are given
     # as the local cluster gives them.
     assert {"--cores", "--memory", "--work-dir"} <= _flags(worker)
@@ -274,3 +277,17 @@ def test_airflow_asks_for_a_login() -> None:
 
     assert environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "false"
     assert environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin"
+
+
+def test_drivers_and_daemons_share_the_spark_secret_from_the_environment() -> None:
+    services = _resolved_services()
+    secret = REQUIRED_SECRETS["EVENTLAKE_SPARK_AUTH_SECRET"]
+
+    for name in ("spark-master", "spark-worker", "airflow-scheduler"):
+        assert services[name]["environment"]["EVENTLAKE_SPARK_AUTH_SECRET"] == secret, name
+    # Never on a command line: the daemons get it through the script's private conf.
+    for name, service in services.items():
+        assert secret not in json.dumps(service.get("command", "")), name
+    assert "COPY infra/pom.xml infra/maven-settings.xml infra/spark-daemon.sh infra/" in (
+        _dockerfile_text()
+    )

@@ -26,7 +26,10 @@ def test_stop_local_airflow_ends_the_recorded_process_groups(tmp_path: Path) -> 
         name: subprocess.Popen(["bash", "-c", "sleep 60 & wait"], start_new_session=True)
         for name in ("api-server", "scheduler")
     }
-    (tmp_path / PIDS_FILE).write_text(json.dumps({n: p.pid for n, p in components.items()}))
+    processes.write_records(
+        tmp_path / PIDS_FILE,
+        {n: processes.Recorded.of(p.pid) for n, p in components.items()},
+    )
 
     assert stop_local_airflow(tmp_path)
 
@@ -65,3 +68,27 @@ def test_components_default_to_the_demos_and_may_add_the_triggerer(tmp_path: Pat
     assert "triggerer" in every.components
     with pytest.raises(ValueError, match="api-server"):
         LocalAirflow.create(settings, home=tmp_path, port=18080, components=("scheduler",))
+
+
+def test_stop_local_airflow_leaves_a_process_that_reused_a_recorded_pid(tmp_path: Path) -> None:
+    # A pid file left by a crash, whose pid now belongs to an unrelated program.
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        stale = processes.Recorded(stranger.pid, started=1)
+        processes.write_records(tmp_path / PIDS_FILE, {"scheduler": stale})
+
+        assert not stop_local_airflow(tmp_path)
+
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_the_spark_connection_carries_the_clusters_secret_as_its_password(tmp_path: Path) -> None:
+    settings = load_settings(spark_master="spark://127.0.0.1:7077", spark_auth_secret="s3")
+
+    env = airflow_environment(tmp_path, 18080, settings)
+
+    connection = json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])
+    assert (connection["host"], connection["password"]) == ("spark://127.0.0.1:7077", "s3")

@@ -4,11 +4,13 @@ a taken port gives a clear message. Uses its own broker on its own ports."""
 from __future__ import annotations
 
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from eventlake.local import processes
 from eventlake.local.broker import BrokerError, LocalBroker
 from eventlake.local.settings import LocalSettings
 
@@ -94,3 +96,21 @@ def test_cluster_id_starting_with_dash_formats(settings: LocalSettings, tmp_path
     finally:
         broker_module._kafka_cluster_id = original
     assert (broker.data_dir / "meta.properties").exists()
+
+
+def test_a_stale_pid_file_whose_pid_was_reused_is_not_signalled(
+    settings: LocalSettings, tmp_path: Path
+) -> None:
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        broker = LocalBroker(settings.model_copy(update={"broker_dir": tmp_path}))
+        processes.write_records(broker.pid_file, {"broker": processes.Recorded(stranger.pid, 1)})
+
+        assert broker.pid() is None
+        assert broker.stop() is False
+
+        assert stranger.poll() is None
+        assert not broker.pid_file.exists()
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -4,6 +4,7 @@ user when root, the server's configuration, refusing a taken port."""
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,20 @@ def test_start_refuses_a_taken_port(tmp_path: Path) -> None:
     assert not postgres.data_dir.exists()
     assert postgres.status().pid is None
     assert postgres.stop() is False
+
+
+def test_a_postmaster_pid_of_another_program_is_not_ours(tmp_path: Path) -> None:
+    """A pid file left by a crash whose pid now runs something else: never signalled."""
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        postgres = LocalPostgres(load_local_settings(cluster_dir=tmp_path))
+        postgres.data_dir.mkdir(parents=True)
+        (postgres.data_dir / "postmaster.pid").write_text(f"{stranger.pid}\n{postgres.data_dir}\n")
+
+        assert postgres.pid() is None
+        assert postgres.stop() is False
+
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()

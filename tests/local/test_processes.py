@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -57,3 +59,51 @@ def test_stop_of_a_group_ends_the_children_too() -> None:
     leader.wait(timeout=1)
     assert not processes.alive(grandchild)
     assert not processes.alive(leader.pid, group=True)
+
+
+def test_a_recorded_process_runs_while_its_pid_and_start_time_match() -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        record = processes.Recorded.of(child.pid)
+
+        assert record.running()
+        # The same pid with another start time: the pid was reused by someone else.
+        assert not processes.Recorded(child.pid, (record.started or 0) + 1).running()
+    finally:
+        child.kill()
+        child.wait()
+    assert not record.running()
+
+
+def test_a_group_whose_leader_exited_is_still_running_while_a_member_runs() -> None:
+    leader = subprocess.Popen(
+        ["bash", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert leader.stdout is not None
+    member = int(leader.stdout.readline())
+    record = processes.Recorded.of(leader.pid)
+    leader.wait()
+    try:
+        assert record.running(group=True)
+        assert not record.running()
+    finally:
+        processes.stop([leader.pid], group=True, timeout=5)
+    assert not processes.alive(member)
+
+
+def test_records_round_trip_and_an_older_bare_pid_is_never_ours(tmp_path: Path) -> None:
+    path = tmp_path / "pids.json"
+    processes.write_records(path, {"broker": processes.Recorded.of(os.getpid())})
+    assert processes.running_records(path) == {"broker": os.getpid()}
+
+    path.write_text(json.dumps({"broker": os.getpid()}))
+    assert processes.read_records(path) == {"broker": processes.Recorded(os.getpid(), None)}
+    assert processes.running_records(path) == {}
+
+
+def test_unreadable_records_are_no_records(tmp_path: Path) -> None:
+    path = tmp_path / "pids.json"
+    path.write_text("{not json")
+
+    assert processes.read_records(path) == {}
+    assert processes.read_records(tmp_path / "missing.json") == {}

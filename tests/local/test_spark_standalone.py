@@ -4,10 +4,12 @@ environment, and refusing taken ports before starting anything."""
 from __future__ import annotations
 
 import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from eventlake.local.processes import free_port
 from eventlake.local.settings import LocalSettings, load_local_settings
@@ -109,3 +111,38 @@ def test_status_of_a_cluster_that_never_ran(local: LocalSettings) -> None:
     assert [s.name for s in statuses] == ["spark-master", "spark-worker-1", "spark-worker-2"]
     assert not any(s.running or s.pid for s in statuses)
     assert SparkStandalone(local).stop() is False
+
+
+def test_the_daemons_read_their_secret_from_their_own_conf_dir(tmp_path: Path) -> None:
+    env = daemon_environment(
+        {"PATH": "/bin", "EVENTLAKE_SPARK_AUTH_SECRET": "for-drivers"}, conf_dir=tmp_path
+    )
+
+    assert env["SPARK_CONF_DIR"] == str(tmp_path)
+    assert "EVENTLAKE_SPARK_AUTH_SECRET" not in env
+
+
+def test_a_cluster_without_a_configured_secret_generates_a_private_one(
+    local: LocalSettings,
+) -> None:
+    spark = SparkStandalone(local)
+
+    first = spark.secret()
+
+    assert first is not None and len(first.get_secret_value()) == 64
+    assert stat.S_IMODE(spark.secret_file.stat().st_mode) == 0o600
+    # Kept: drivers given it once keep working after a restart.
+    assert SparkStandalone(local).secret() == first
+
+
+def test_a_configured_secret_wins_and_none_is_used_with_authentication_off(
+    local: LocalSettings,
+) -> None:
+    configured = local.model_copy(update={"spark_auth_secret": SecretStr("mine")})
+    off = local.model_copy(update={"spark_authenticate": False})
+
+    secret = SparkStandalone(configured).secret()
+
+    assert secret is not None and secret.get_secret_value() == "mine"
+    assert SparkStandalone(off).secret() is None
+    assert not SparkStandalone(configured).secret_file.exists()

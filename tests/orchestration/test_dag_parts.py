@@ -13,7 +13,9 @@ import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
+from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.dag_parts import (
+    KafkaSparkSubmitOperator,
     dag_arguments,
     job_script,
     plan_task,
@@ -21,6 +23,7 @@ from eventlake.orchestration.dag_parts import (
     spark_submit_each,
 )
 from eventlake.settings import Settings
+from eventlake.spark_auth import SECRET_ENV
 from tests.airflow_home import DAGS_FOLDER
 
 
@@ -124,3 +127,53 @@ def test_the_guard_asks_the_providers_hook_where_env_vars_go(
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_PROBE", value)
 
     assert env_on_the_command_line("spark_probe")[0] is on_command_line
+
+
+SPARK_SECRET = "spark-" + "fedcba9876543210"
+
+
+def _submit_on_a_cluster(monkeypatch: pytest.MonkeyPatch, connection: dict[str, Any]) -> Any:
+    """Run the spark-submit operator (kafka_default absent) with the provider's execute
+    replaced by a recorder of the environment and of the command line its hook builds."""
+    monkeypatch.delenv("AIRFLOW_CONN_KAFKA_DEFAULT", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(connection))
+    seen: dict[str, Any] = {}
+
+    def record(operator: SparkSubmitOperator, context: Any) -> None:
+        seen["env"] = dict(operator.env_vars or {})
+        seen["command"] = operator._get_hook()._build_spark_submit_command("job.py")
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", record)
+    operator = KafkaSparkSubmitOperator(
+        task_id="ingest", application="job.py", env_vars={"EVENTLAKE_WAREHOUSE": "/w"}
+    )
+    operator.execute({})
+    seen["env_after"] = operator.env_vars
+    return seen
+
+
+def test_the_spark_connections_password_reaches_the_job_in_its_environment_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    connection = {"conn_type": "spark", "host": "spark://m", "port": 7077}
+
+    seen = _submit_on_a_cluster(monkeypatch, {**connection, "password": SPARK_SECRET})
+
+    assert seen["env"] == {"EVENTLAKE_WAREHOUSE": "/w", SECRET_ENV: SPARK_SECRET}
+    assert not any(SPARK_SECRET in part for part in seen["command"])
+    assert seen["env_after"] == {"EVENTLAKE_WAREHOUSE": "/w"}
+
+
+def test_a_spark_connection_without_a_password_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = _submit_on_a_cluster(monkeypatch, {"conn_type": "spark", "host": "spark://m"})
+
+    assert seen["env"] == {"EVENTLAKE_WAREHOUSE": "/w"}
+
+
+def test_the_spark_secret_is_refused_where_it_would_be_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(OrchestrationError, match="spark_default connection's password"):
+        _submit_on_a_cluster(monkeypatch, {"conn_type": "spark", "host": "yarn", "password": "x"})

@@ -86,6 +86,12 @@ def cluster_start(
         f"Airflow: http://127.0.0.1:{cluster.airflow_port} (no login); Spark master: "
         f"{cluster.spark.url} (UI {cluster.spark.master_ui}). Stop: eventlake cluster stop"
     )
+    if cluster.spark.secret() is not None:
+        typer.echo(
+            "Spark RPC is authenticated and encrypted. A job you submit yourself needs the "
+            f"secret: EVENTLAKE_SPARK_AUTH_SECRET=$(cat {cluster.spark.secret_file}) "
+            "(or your own EVENTLAKE_SPARK_AUTH_SECRET, when set at start)."
+        )
 
 
 @cluster_app.command("stop")

@@ -38,12 +38,12 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError
     from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
-    from eventlake.spark import MissingJarsError
+    from eventlake.spark import SETUP_ERRORS
 
     return (
         CheckpointMismatchError,
         CheckpointBusyError,
-        MissingJarsError,
+        *SETUP_ERRORS,
         KafkaConnectionError,
         LeaseTimeoutError,
         LedgerVersionError,
@@ -125,11 +125,11 @@ def reconcile(
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
     from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
-    from eventlake.spark import MissingJarsError
+    from eventlake.spark import SETUP_ERRORS
     from eventlake.state import StateConflictError, reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(MissingJarsError, LeaseTimeoutError, LedgerVersionError, StateConflictError):
+    with refused(*SETUP_ERRORS, LeaseTimeoutError, LedgerVersionError, StateConflictError):
         report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
     typer.echo(report.line())
 
@@ -168,7 +168,7 @@ def maintain(
     a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
     (the tables are still maintained)."""
     from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
-    from eventlake.spark import MissingJarsError
+    from eventlake.spark import SETUP_ERRORS
 
     with refused(MaintenanceError):
         request = MaintenanceRequest(
@@ -181,7 +181,7 @@ def maintain(
     # The request first: refused arguments exit 2 before the settings are read.
     settings = job_settings(bootstrap_servers, warehouse)
     each_step_printed = partial(run_maintenance, report=typer.echo)
-    with refused(MissingJarsError):
+    with refused(*SETUP_ERRORS):
         summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
     typer.echo(summary.line())
     if summary.sweep_failed:
@@ -344,10 +344,10 @@ def check(
     Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
     """
     from eventlake.quality import CheckRequest, QualityError, run_checks
-    from eventlake.spark import MissingJarsError
+    from eventlake.spark import SETUP_ERRORS
 
     settings = job_settings(warehouse=warehouse)
-    with refused(QualityError, MissingJarsError):
+    with refused(QualityError, *SETUP_ERRORS):
         request = CheckRequest(table=table, full=full, topic=topic)
         report = run_job(settings, "eventlake-check", run_checks, request)
     typer.echo(report.render())

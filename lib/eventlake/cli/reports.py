@@ -12,7 +12,14 @@ from typing import Annotated
 
 import typer
 
-from eventlake.cli.common import BootstrapOption, WarehouseOption, app, fail, job_settings
+from eventlake.cli.common import (
+    BootstrapOption,
+    WarehouseOption,
+    app,
+    fail,
+    job_settings,
+    refused,
+)
 
 
 @app.command("compaction-check")
@@ -23,10 +30,11 @@ def compaction_check(
 ) -> None:
     """Say whether a state table may have missed tombstones; exit 4 when one may have."""
     from eventlake.compaction import check_compaction
-    from eventlake.spark import build_spark_session
+    from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-compaction-check")
+    with refused(*SETUP_ERRORS):
+        spark = build_spark_session(settings, app_name="eventlake-compaction-check")
     reports = [check_compaction(spark, settings, t) for t in topic]
     for report in reports:
         typer.echo(report.message)
@@ -69,12 +77,13 @@ def query(
 ) -> None:
     """Run SQL over the warehouse's Delta tables, registered by name."""
     from eventlake.query import register_tables, run_query
-    from eventlake.spark import build_spark_session
+    from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     if output_format not in {"table", "json"}:
         fail("--format must be 'table' or 'json'", code=2)
     settings = job_settings(warehouse=warehouse)
-    spark = build_spark_session(settings, app_name="eventlake-query")
+    with refused(*SETUP_ERRORS):
+        spark = build_spark_session(settings, app_name="eventlake-query")
     names = register_tables(spark, settings)
     if not names:
         fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")

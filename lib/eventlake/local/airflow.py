@@ -65,8 +65,9 @@ def airflow_environment(
     """Environment of every component: a private home and metadata DB (SQLite in the
     home unless ``database_url`` names another, e.g. PostgreSQL), the project's DAGs,
     LocalExecutor, the API on 127.0.0.1:<port>, fresh JWT/secret keys, spark_default on
-    the settings' master, and the eventlake settings the workers pass to their jobs
-    (the same master, so that the planned Spark conf fits it).
+    the settings' master (with the settings' ``spark_auth_secret`` as its password), and
+    the eventlake settings the workers pass to their jobs (the same master, so that the
+    planned Spark conf fits it).
 
     Scheduled runs are off (``use_job_schedule = False``): only triggered runs happen,
     so unpausing a DAG starts nothing on its own.
@@ -78,6 +79,9 @@ def airflow_environment(
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     base_url = f"http://127.0.0.1:{port}"
+    spark_connection = {"conn_type": "spark", "host": settings.spark_master}
+    if settings.spark_auth_secret is not None:
+        spark_connection["password"] = settings.spark_auth_secret.get_secret_value()
     env.update(
         {
             "AIRFLOW_HOME": str(home),
@@ -101,9 +105,7 @@ def airflow_environment(
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "60",
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
-                {"conn_type": "spark", "host": settings.spark_master}
-            ),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(spark_connection),
             "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
             "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
             "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
@@ -269,8 +271,10 @@ class LocalAirflow:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # its own process group: stop() ends its children
                 )
-        pids = {name: process.pid for name, process in self.processes.items()}
-        (self.home / PIDS_FILE).write_text(json.dumps(pids))
+        processes.write_records(
+            self.home / PIDS_FILE,
+            {name: processes.Recorded.of(process.pid) for name, process in self.processes.items()},
+        )
         self.wait_until(
             "the API server",
             lambda: httpx.get(f"{self.url}/api/v2/monitor/health", timeout=5).status_code == 200,
@@ -305,8 +309,7 @@ def stop_local_airflow(home: Path) -> bool:
     pids_file = home / PIDS_FILE
     if not pids_file.exists():
         return False
-    pids = [int(pid) for pid in json.loads(pids_file.read_text()).values()]
-    running = [pid for pid in pids if processes.alive(pid, group=True)]
+    running = list(processes.running_records(pids_file, group=True).values())
     processes.stop(running, group=True)
     pids_file.unlink(missing_ok=True)
     return bool(running)

@@ -70,13 +70,11 @@ class LocalBroker:
     # -- queries ---------------------------------------------------------------------------
 
     def pid(self) -> int | None:
-        """Pid of our broker process if it is alive, else None (stale pid files are removed)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        if processes.alive(pid):
-            return pid
+        """Pid of our broker process while it runs, else None (a stale pid file, whose
+        pid is gone or now another process's, is removed)."""
+        running = processes.running_records(self.pid_file)
+        if "broker" in running:
+            return running["broker"]
         self.pid_file.unlink(missing_ok=True)
         return None
 
@@ -231,7 +229,7 @@ class LocalBroker:
                 start_new_session=True,
                 cwd=self.home,
             )
-        self.pid_file.write_text(str(process.pid))
+        processes.write_records(self.pid_file, {"broker": processes.Recorded.of(process.pid)})
         if not self._wait_ready(timeout, process):
             self.stop()
             raise BrokerError(

@@ -5,8 +5,9 @@
 * a Spark standalone master and workers, each its own JVM
   (:mod:`eventlake.local.spark_standalone`);
 * Airflow (:mod:`eventlake.local.airflow`): api-server, scheduler, dag-processor and
-  triggerer on that PostgreSQL, its ``spark_default`` connection on the master, so that
-  every DAG's spark-submit runs its executors on the workers.
+  triggerer on that PostgreSQL, its ``spark_default`` connection on the master (the
+  cluster's RPC secret as its password), so that every DAG's spark-submit runs its
+  executors on the workers.
 
 ``eventlake cluster start`` starts what is not running (in that order), ``stop`` stops
 everything (the reverse order; SIGTERM, then SIGKILL), ``status`` says what runs. The
@@ -24,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -84,15 +84,7 @@ class LocalCluster:
 
     def airflow_pids(self) -> dict[str, int]:
         """The Airflow components recorded in its home that are still alive."""
-        try:
-            recorded = json.loads((self.airflow_home / PIDS_FILE).read_text())
-        except (FileNotFoundError, ValueError):
-            return {}
-        return {
-            name: int(pid)
-            for name, pid in recorded.items()
-            if processes.alive(int(pid), group=True)
-        }
+        return processes.running_records(self.airflow_home / PIDS_FILE, group=True)
 
     def airflow_client(self) -> LocalAirflow:
         """A REST client of the cluster's Airflow (running, perhaps started elsewhere)."""
@@ -214,8 +206,10 @@ class LocalCluster:
         elif part == "spark":
             self.spark.start(timeout=timeout)
         else:
+            # Drivers authenticate with the daemons' secret: the connection's password.
+            secret = self.spark.secret()
             airflow = LocalAirflow.create(
-                self.settings,
+                self.settings.model_copy(update={"spark_auth_secret": secret}),
                 home=self.airflow_home,
                 port=self.airflow_port,
                 extra_env=self.airflow_env,

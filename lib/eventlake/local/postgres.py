@@ -111,12 +111,14 @@ class LocalPostgres:
         self.port = settings.postgres_port
 
     def pid(self) -> int | None:
-        """The postmaster's pid (first line of postmaster.pid) while it is alive."""
+        """The postmaster's pid (first line of postmaster.pid) while it runs on this data
+        folder: a stale file's pid, now another process's, is not ours to signal."""
         try:
             pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
         except (FileNotFoundError, PermissionError, ValueError):
             return None
-        return pid if processes.alive(pid) else None
+        ours = str(self.data_dir) in processes.command_line(pid)
+        return pid if ours and processes.alive(pid) else None
 
     def answers(self) -> bool:
         """True when the server accepts connections on its port."""

@@ -3,6 +3,10 @@
 The broker is one process; each Airflow component is a process group (its own session,
 so that its children stop with it). Both stop the same way: SIGTERM, wait, SIGKILL.
 
+A pid file may outlive its process, and the pid may then belong to another program:
+what the local platform starts is recorded with its start time (:class:`Recorded`),
+and nothing is signalled unless the process with that pid started at that time.
+
 Example:
     >>> import subprocess
     >>> sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
@@ -16,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -24,6 +29,8 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from eventlake.files import write_atomically
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,114 @@ def alive(pid: int, *, group: bool = False) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
+
+
+def started_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, ``/proc/<pid>/stat``
+    field 22), or None when there is no such process.
+
+    Example:
+        >>> started_ticks(os.getpid()) == started_ticks(os.getpid())
+        True
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from its end.
+    return int(stat.rsplit(") ", 1)[1].split()[19])
+
+
+def command_line(pid: int) -> list[str]:
+    """The arguments process ``pid`` runs with, or [] when there is no such process.
+
+    Example:
+        >>> command_line(os.getpid())[0].endswith("python") or True
+        True
+    """
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A process the local platform started: its pid and its start time."""
+
+    pid: int
+    started: int | None
+
+    @classmethod
+    def of(cls, pid: int) -> Recorded:
+        """The record of running process ``pid``, taken right after starting it."""
+        return cls(pid, started_ticks(pid))
+
+    def running(self, *, group: bool = False) -> bool:
+        """True while this very process runs (with ``group``: a process of its group).
+
+        A live process with the pid but another start time is someone else's: the pid
+        was reused. A group whose leader has exited is still ours while a member runs,
+        since Linux gives no new process the id of a live group.
+
+        Example:
+            >>> Recorded.of(os.getpid()).running()
+            True
+            >>> Recorded(os.getpid(), 1).running()
+            False
+        """
+        started = started_ticks(self.pid)
+        if started is not None:
+            return started == self.started and alive(self.pid, group=group)
+        return group and alive(self.pid, group=True)
+
+
+def write_records(path: Path, records: Mapping[str, Recorded]) -> None:
+    """Record the processes ``records`` (by name) in ``path``, in one step.
+
+    Example:
+        >>> write_records(Path("var/cluster/spark/pids.json"), {"master": Recorded.of(pid)})
+    """
+    text = json.dumps({name: {"pid": r.pid, "started": r.started} for name, r in records.items()})
+    write_atomically(path, text + "\n")
+
+
+def read_records(path: Path) -> dict[str, Recorded]:
+    """The records :func:`write_records` wrote in ``path`` ({} when there is none or it
+    is not such a file). A bare pid of an older file has no start time: never ours.
+
+    Example:
+        >>> read_records(Path("/nonexistent/pids.json"))
+        {}
+    """
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    records = {}
+    for name, entry in recorded.items():
+        if isinstance(entry, dict) and isinstance(entry.get("pid"), int):
+            records[str(name)] = Recorded(entry["pid"], entry.get("started"))
+        elif isinstance(entry, int):
+            records[str(name)] = Recorded(entry, None)
+    return records
+
+
+def running_records(path: Path, *, group: bool = False) -> dict[str, int]:
+    """The pids of the processes recorded in ``path`` that still run, by name.
+
+    Example:
+        >>> running_records(Path("var/airflow/pids.json"), group=True)
+        {'api-server': 4242, 'scheduler': 4250}
+    """
+    return {
+        name: record.pid
+        for name, record in read_records(path).items()
+        if record.running(group=group)
+    }
 
 
 def reap(pid: int) -> None:

@@ -6,6 +6,12 @@ only (``SPARK_LOCAL_IP``, ``--host``), with their logs, work dirs and pids under
 ``<cluster_dir>/spark``. Each process has its own session, so stopping a worker's
 process group also ends the executors it launched.
 
+Their RPC is authenticated and encrypted (:mod:`eventlake.spark_auth`) unless
+``spark_authenticate`` is off: the daemons read the secret from their own
+``spark-defaults.conf`` (``<cluster_dir>/spark/conf``, 0600); the secret is the settings'
+``spark_auth_secret`` or, without one, generated at the first start into
+``<cluster_dir>/spark/auth-secret`` (0600), which drivers on this cluster need too.
+
 Example:
     >>> spark = SparkStandalone(load_local_settings())
     >>> spark.start()
@@ -17,17 +23,20 @@ Example:
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
+from pydantic import SecretStr
 
+from eventlake.files import write_atomically
 from eventlake.local import processes
 from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.settings import LocalSettings
+from eventlake.spark_auth import write_daemon_conf
 
 MASTER_CLASS: Final = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS: Final = "org.apache.spark.deploy.worker.Worker"
@@ -120,10 +129,13 @@ def worker_command(settings: LocalSettings, number: int, work_dir: Path) -> list
     ]
 
 
-def daemon_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+def daemon_environment(
+    base: dict[str, str] | None = None, conf_dir: Path | None = None
+) -> dict[str, str]:
     """The environment of the master and workers (and so of the executors a worker
     launches): everything bound to 127.0.0.1, the master's REST submission server off
-    (jobs are submitted in client mode; it would take port 6066 on every interface).
+    (jobs are submitted in client mode; it would take port 6066 on every interface),
+    and ``SPARK_CONF_DIR`` on ``conf_dir`` when one holds their ``spark-defaults.conf``.
 
     Example:
         >>> daemon_environment({})["SPARK_LOCAL_IP"]
@@ -138,8 +150,12 @@ def daemon_environment(base: dict[str, str] | None = None) -> dict[str, str]:
             "SPARK_DAEMON_MEMORY": "512m",
         }
     )
-    # Set by a spark-submit driver for its own JVM; not for daemons.
+    if conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(conf_dir)
+    # Set by a spark-submit driver for its own JVM; not for daemons. A secret in the
+    # environment is for drivers: the daemons read theirs from conf_dir.
     env.pop("SPARK_SUBMIT_OPTS", None)
+    env.pop("EVENTLAKE_SPARK_AUTH_SECRET", None)
     return env
 
 
@@ -159,12 +175,26 @@ class SparkStandalone:
         self.settings = settings
         self.home = settings.cluster_dir / "spark"
         self.pids_file = self.home / PIDS_FILE
+        self.conf_dir = self.home / "conf"
+        self.secret_file = self.home / "auth-secret"
         self.master_ui = f"http://127.0.0.1:{settings.spark_master_ui_port}"
         self.url = master_url(settings)
 
     def names(self) -> list[str]:
         """The processes of the cluster: the master, then the workers."""
         return [MASTER] + [worker_name(n) for n in range(1, self.settings.spark_workers + 1)]
+
+    def secret(self) -> SecretStr | None:
+        """The cluster's shared secret (None with ``spark_authenticate`` off): the
+        settings' ``spark_auth_secret``, else the one in :attr:`secret_file`, made at
+        the first call (32 random bytes, hex) and kept for later starts."""
+        if not self.settings.spark_authenticate:
+            return None
+        if self.settings.spark_auth_secret is not None:
+            return self.settings.spark_auth_secret
+        if not self.secret_file.exists():
+            write_atomically(self.secret_file, secrets.token_hex(32) + "\n", mode=0o600)
+        return SecretStr(self.secret_file.read_text().strip())
 
     def log_file(self, name: str) -> Path:
         return self.home / f"{name}.log"
@@ -177,12 +207,8 @@ class SparkStandalone:
         return f"http://127.0.0.1:{worker_ui_port(self.settings, number)}"
 
     def pids(self) -> dict[str, int]:
-        """The recorded processes that are still alive, by name."""
-        try:
-            recorded = json.loads(self.pids_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return {}
-        return {name: int(pid) for name, pid in recorded.items() if processes.alive(int(pid))}
+        """The recorded processes that still run, by name."""
+        return processes.running_records(self.pids_file)
 
     def master_json(self, timeout: float = 2.0) -> Any:
         """The master's status (``/json/``: workers, activeapps, completedapps), or None."""
@@ -248,7 +274,12 @@ class SparkStandalone:
                 "EVENTLAKE_SPARK_WORKER_UI_PORT."
             )
         self.home.mkdir(parents=True, exist_ok=True)
-        env = daemon_environment()
+        secret = self.secret()
+        if secret is None:
+            (self.conf_dir / "spark-defaults.conf").unlink(missing_ok=True)
+        else:
+            write_daemon_conf(self.conf_dir, secret)
+        env = daemon_environment(conf_dir=self.conf_dir)
         pids: dict[str, int] = {}
         try:
             pids[MASTER] = processes.spawn(
@@ -271,7 +302,9 @@ class SparkStandalone:
             raise
 
     def _write_pids(self, pids: dict[str, int]) -> None:
-        self.pids_file.write_text(json.dumps(pids))
+        processes.write_records(
+            self.pids_file, {name: processes.Recorded.of(pid) for name, pid in pids.items()}
+        )
 
     def _wait(self, name: str, pid: int, ready: Any, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -45,6 +45,7 @@ from eventlake.orchestration.kafka_connection import (
 )
 from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
 from eventlake.settings import Settings
+from eventlake.spark_auth import SECRET_ENV
 
 #: The first date every DAG is scheduled from.
 START_DATE: Final = datetime(2026, 1, 1, tzinfo=UTC)
@@ -125,15 +126,18 @@ def plan_task(planner: Planner, *, task_id: str = "plan", single: bool = False) 
 
 
 class KafkaSparkSubmitOperator(SparkSubmitOperator):
-    """SparkSubmitOperator that gives the job the Kafka settings of the ``kafka_default``
-    connection, password included, when it runs; without the connection, it is
-    SparkSubmitOperator (the job reads the worker's ``EVENTLAKE_*`` environment).
+    """SparkSubmitOperator that gives the job its credentials when it runs: the Kafka
+    settings of the ``kafka_default`` connection, password included, and the Spark
+    cluster's secret (the password of the Spark connection, ``spark_default``). Without
+    them it is SparkSubmitOperator (the job reads the worker's ``EVENTLAKE_*``
+    environment).
 
-    The password reaches the spark-submit process only through its environment
-    (``EVENTLAKE_KAFKA_PASSWORD``): not its command line (other users see it in ``ps``),
-    not its Spark conf (the driver's UI shows every property), not the task's fields
-    (rendered in the UI), and Airflow masks it in the task log. ``kafka_conn_id=None``:
-    a job that does not use Kafka gets no credentials.
+    Secrets reach the spark-submit process only through its environment
+    (``EVENTLAKE_KAFKA_PASSWORD``, ``EVENTLAKE_SPARK_AUTH_SECRET``): not its command line
+    (other users see it in ``ps``), not its Spark conf (the driver's UI shows every
+    property), not the task's fields (rendered in the UI), and Airflow masks them in the
+    task log. ``kafka_conn_id=None``: a job that does not use Kafka gets no Kafka
+    credentials.
 
     Example:
         >>> KafkaSparkSubmitOperator(task_id="ingest", application="jobs/ingest_cloudevents.py")
@@ -144,11 +148,23 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         self.kafka_conn_id = kafka_conn_id
 
     def execute(self, context: Any) -> None:
-        """Run spark-submit with the connection's Kafka settings in its environment."""
-        kafka = None if self.kafka_conn_id is None else read_kafka_connection(self.kafka_conn_id)
-        if kafka is None:
+        """Run spark-submit with the connections' credentials in its environment."""
+        credentials = {**self._kafka_env(), **self._spark_secret_env()}
+        if not credentials:
             super().execute(context)
             return
+        planned = self.env_vars
+        self.env_vars = {**(planned or {}), **credentials}
+        try:
+            super().execute(context)
+        finally:
+            # Not left in a task field, which Airflow may render again after the run.
+            self.env_vars = planned
+
+    def _kafka_env(self) -> dict[str, str]:
+        kafka = None if self.kafka_conn_id is None else read_kafka_connection(self.kafka_conn_id)
+        if kafka is None:
+            return {}
         if kafka.password is not None:
             # Masked in anything this task logs, should a line ever echo it.
             mask_secret(kafka.password.get_secret_value())
@@ -159,13 +175,35 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
             kafka.bootstrap_servers,
             kafka.options.get("sasl.username", "(no SASL user)"),
         )
-        planned = self.env_vars
-        self.env_vars = {**(planned or {}), **kafka_job_env(kafka)}
-        try:
-            super().execute(context)
-        finally:
-            # Not left in a task field, which Airflow may render again after the run.
-            self.env_vars = planned
+        return kafka_job_env(kafka)
+
+    def _spark_secret_env(self) -> dict[str, str]:
+        secret = spark_connection_secret(self._conn_id)
+        if secret is None:
+            return {}
+        mask_secret(secret)
+        _refuse_env_on_the_command_line(self._conn_id, self._conn_id)
+        self.log.info("Spark RPC secret from connection %s", self._conn_id)
+        return {SECRET_ENV: secret}
+
+
+def spark_connection_secret(spark_conn_id: str) -> str | None:
+    """The password of the Spark connection ``spark_conn_id``: the standalone cluster's
+    shared secret (``spark.authenticate.secret``), or None when it has none or the
+    connection is not defined (spark-submit then uses its defaults).
+
+    Example:
+        >>> spark_connection_secret("spark_default") is None
+        True
+    """
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        connection = BaseHook.get_connection(spark_conn_id)
+    except AirflowNotFoundException:
+        return None
+    return connection.password or None
 
 
 def env_on_the_command_line(spark_conn_id: str) -> tuple[bool, str]:
@@ -192,13 +230,13 @@ def env_on_the_command_line(spark_conn_id: str) -> tuple[bool, str]:
     return any(probe in part for part in command), str(hook._connection["master"])
 
 
-def _refuse_env_on_the_command_line(spark_conn_id: str, kafka_conn_id: str | None) -> None:
+def _refuse_env_on_the_command_line(spark_conn_id: str, secret_conn_id: str | None) -> None:
     """For YARN and Kubernetes masters, SparkSubmitHook turns ``env_vars`` into
-    ``--conf spark.*Env.*`` arguments: a password there would be on the command line."""
+    ``--conf spark.*Env.*`` arguments: a secret there would be on the command line."""
     on_command_line, master = env_on_the_command_line(spark_conn_id)
     if on_command_line:
         raise OrchestrationError(
-            f"The {kafka_conn_id} connection's password cannot reach a job on master "
+            f"The {secret_conn_id} connection's password cannot reach a job on master "
             f"{master!r}: spark-submit would get it as a --conf argument. Give the driver "
             "its credentials another way (a Kubernetes secret, a YARN credential file)."
         )
