@@ -71,8 +71,11 @@ def test_available_now_and_bounded_batch_give_identical_tables(
 
 
 def _comparable(frame: DataFrame) -> DataFrame:
-    """Drop the ingestion time and make map columns comparable (set operations refuse maps)."""
+    """Drop the ingestion time and make map and VARIANT columns comparable (set operations
+    refuse both)."""
     frame = frame.drop("ingested_at")
+    if "data_json" in frame.columns:
+        frame = frame.withColumn("data_json", F.to_json("data_json"))
     if "extensions" in frame.columns:
         frame = frame.withColumn("extensions", F.to_json(F.array_sort(F.map_entries("extensions"))))
     return frame

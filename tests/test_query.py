@@ -25,7 +25,12 @@ def test_every_table_is_registered_state_tables_by_a_sql_name(
     spark: SparkSession, warehouse_settings: LocalSettings
 ) -> None:
     _tables(spark, warehouse_settings)
-    assert register_tables(spark, warehouse_settings) == ["events", "state_orders_v1"]
+    assert register_tables(spark, warehouse_settings) == [
+        "events",
+        "events_unique",
+        "type_com_example_created",
+        "state_orders_v1",
+    ]
     assert spark.table("state_orders_v1").count() == 0
 
 

@@ -97,8 +97,9 @@ DECODER_FUNCTION: Final = "cloudevents_from_kafka"
 
 def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
     """The binding applied to one Kafka record: a struct of the context attributes,
-    ``time``, ``data``, ``data_is_json``, ``extensions``, ``content_mode``, ``reject_reason`` and
-    ``reject_detail`` (null reason for a valid event).
+    ``time``, ``data``, ``data_json``, ``data_is_json``, ``data_json_invalid``,
+    ``extensions``, ``content_mode``, ``reject_reason`` and ``reject_detail`` (null
+    reason for a valid event).
 
     The rules run on the JVM (``io.eventlake.cloudevents.KafkaBinding``, registered by
     the session extension that :func:`eventlake.spark.build_spark_session` configures),
@@ -110,12 +111,19 @@ def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
     return F.call_function(DECODER_FUNCTION, value, headers)
 
 
-#: Columns taken from the decoder's struct. ``data_is_json`` (decoded frames only, not a
-#: table column): data is the JSON text of a JSON-format event's ``data`` member.
+#: Counted per batch, not a table column: the event's data is JSON by its media type
+#: but does not parse, so ``data_json`` is null (the event lands with its bytes).
+DATA_JSON_INVALID: Final = "data_json_invalid"
+
+#: Columns taken from the decoder's struct. ``data_is_json`` and :data:`DATA_JSON_INVALID`
+#: (decoded frames only, not table columns): data is the JSON text of a JSON-format
+#: event's ``data`` member; data that should be JSON did not parse.
 _DECODED_ATTRIBUTES: Final = (
     *CONTEXT_ATTRIBUTES,
     "data",
+    "data_json",
     "data_is_json",
+    DATA_JSON_INVALID,
     "extensions",
     "content_mode",
 )
@@ -124,10 +132,13 @@ _DECODED_ATTRIBUTES: Final = (
 def decode_records(records: DataFrame, observation: Observation | None = None) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
-    The result keeps the raw columns and adds the event attributes, ``reject_reason``
-    and ``reject_detail``. Split it with :func:`to_events` and :func:`to_rejects`.
-    With ``observation``, the first action over the result also counts its rows per
-    reason (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`).
+    The result keeps the raw columns and adds the event attributes (``data_json``: the
+    data as a VARIANT when it is JSON), ``reject_reason`` and ``reject_detail``. Split it
+    with :func:`to_events` and :func:`to_rejects`. With ``observation``, the first
+    action over the result also counts its rows per reason
+    (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`) and the events
+    whose JSON data did not parse (:func:`eventlake.observed.flag_counts` with
+    :data:`DATA_JSON_INVALID`).
 
     Example:
         >>> decoded = decode_records(spark.read.format("kafka")...load())
@@ -162,7 +173,26 @@ def decode_records(records: DataFrame, observation: Observation | None = None) -
     # the decoding projection and run the decoder a second time for every row.
     if observation is None:
         return optimizer_barrier(decoded)
-    return observe_reasons(decoded, observation, "reject_reason", RejectReason)
+    return observe_decoded(decoded, observation)
+
+
+def observe_decoded(
+    decoded: DataFrame, observation: Observation, extra_reasons: tuple[str, ...] = ()
+) -> DataFrame:
+    """``decoded`` unchanged, counting its rows per reason (:class:`RejectReason` and
+    ``extra_reasons``, such as ingest's ``duplicate_event``) and its events whose JSON
+    data did not parse, into ``observation`` during the first action over it.
+
+    Example:
+        >>> observe_decoded(mark_duplicates(decoded, landed, horizon), seen, ("duplicate_event",))
+    """
+    return observe_reasons(
+        decoded,
+        observation,
+        "reject_reason",
+        [*RejectReason, *extra_reasons],
+        flags=(DATA_JSON_INVALID,),
+    )
 
 
 def to_events(decoded: DataFrame) -> DataFrame:

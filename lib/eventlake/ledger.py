@@ -167,6 +167,17 @@ def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, 
     return int(table.version()), marks
 
 
+def landed_version(path: str | Path) -> int | None:
+    """The table's current version (delta-rs, no Spark); None when it has no commit yet.
+
+    Example:
+        >>> landed_version("/wh/events")
+        42
+    """
+    table = _delta_rs_table(path)
+    return None if table is None else int(table.version())
+
+
 def read_caught_up(path: str | Path, topic: str) -> int | None:
     """When (epoch ms) the state table at ``path`` last had read everything written to
     ``topic`` before that time; None when never (or no table).

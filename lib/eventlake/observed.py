@@ -29,6 +29,8 @@ from pyspark.sql import functions as F
 
 _RECORDS = "records"
 _VALID = "valid"
+#: Prefix of a flag's count among the observed metrics (never a reason code).
+_FLAG = "flag:"
 #: How long the counts may take to reach the driver once the action has returned.
 _ARRIVAL_SECONDS: Final = 30.0
 
@@ -42,10 +44,15 @@ class ObservationMissingError(RuntimeError):
 
 
 def observe_reasons(
-    frame: DataFrame, observation: Observation, column: str, reasons: Iterable[str]
+    frame: DataFrame,
+    observation: Observation,
+    column: str,
+    reasons: Iterable[str],
+    flags: Iterable[str] = (),
 ) -> DataFrame:
     """``frame`` unchanged, counting its rows per value of ``column`` (null: valid) into
-    ``observation`` during the first action that runs over it.
+    ``observation`` during the first action that runs over it; and, per boolean column
+    in ``flags``, the rows where it is true (read with :func:`flag_counts`).
 
     Example:
         >>> observe_reasons(planned, seen, "republish_reason", ["missing_key_attribute"])
@@ -57,7 +64,20 @@ def observe_reasons(
         F.count(F.lit(1)).alias(_RECORDS),
         F.count_if(reason.isNull()).alias(_VALID),
         *[F.count_if(reason == code).alias(code) for code in codes],
+        *[F.count_if(F.col(flag)).alias(_FLAG + flag) for flag in dict.fromkeys(flags)],
     )
+
+
+def flag_counts(observation: Observation, flags: Iterable[str]) -> dict[str, int]:
+    """Per flag given to :func:`observe_reasons`, the rows where it was true; flags with
+    no rows are left out. Waits for the action to finish.
+
+    Example:
+        >>> flag_counts(seen, ["data_json_invalid"])
+        {'data_json_invalid': 2}
+    """
+    row = _metrics(observation)
+    return {flag: int(row[_FLAG + flag]) for flag in flags if row[_FLAG + flag]}
 
 
 def optimizer_barrier(frame: DataFrame) -> DataFrame:

@@ -1,8 +1,10 @@
-"""Downstream queries: the warehouse's Delta tables registered as temporary views.
+"""Downstream queries: the warehouse's Delta tables registered as temporary views, with
+the views built on ``events``: ``events_unique`` (first event per ``(source, id)``) and
+a typed view per event type (:mod:`eventlake.event_types`).
 
 Example:
     >>> register_tables(spark, settings)
-    ['events', 'rejects']
+    ['events', 'rejects', 'events_unique', 'type_com_example_order_paid']
     >>> print(run_query(spark, "SELECT count(*) AS n FROM events"))
 """
 
@@ -13,18 +15,34 @@ import re
 
 from pyspark.sql import SparkSession
 
+from eventlake.duplicates import UNIQUE_VIEW, unique_events
+from eventlake.event_types import register_typed_views
 from eventlake.settings import Settings
-from eventlake.tables import warehouse_tables
+from eventlake.tables import EVENTS, warehouse_tables
 from eventlake.text_table import text_table
 
 
-def register_tables(spark: SparkSession, settings: Settings) -> list[str]:
-    """Register every Delta table under the warehouse by name; state/<topic> as state_<topic>."""
+def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = True) -> list[str]:
+    """Register every Delta table under the warehouse by name (state/<topic> as
+    state_<topic>), then ``events_unique`` and, unless ``typed`` is false, the typed
+    view of every event type (one pass over each type's newest events to infer them).
+
+    Example:
+        >>> register_tables(spark, settings)
+        ['events', 'rejects', 'events_unique', 'type_com_example_order_paid']
+    """
     names: list[str] = []
     for table, path in warehouse_tables(settings):
         name = re.sub(r"[^A-Za-z0-9_]", "_", table)
-        spark.read.format("delta").load(str(path)).createOrReplaceTempView(name)
+        frame = spark.read.format("delta").load(str(path))
+        frame.createOrReplaceTempView(name)
         names.append(name)
+        if table == EVENTS:
+            unique_events(frame).createOrReplaceTempView(UNIQUE_VIEW)
+            names.append(UNIQUE_VIEW)
+            if typed:
+                views = register_typed_views(spark, frame, sample_hours=settings.type_sample_hours)
+                names.extend(views)
     return names
 
 

@@ -161,6 +161,22 @@ class Settings(BaseSettings):
         ge=0,
         description="Seconds between the progress lines of a streaming run (0: none).",
     )
+    dedup: bool = Field(
+        default=False,
+        description="Ingest lands an event whose (source, id) is already in the events table "
+        "within dedup_horizon_hours, or earlier in its batch, in rejects as duplicate_event.",
+    )
+    dedup_horizon_hours: float = Field(
+        default=168.0,
+        gt=0,
+        description="How far back (hours of Kafka time) --dedup looks for an earlier event.",
+    )
+    type_sample_hours: float = Field(
+        default=1.0,
+        gt=0,
+        description="How much of each event type's newest data (hours of Kafka time before "
+        "its last event) the typed views infer their columns from.",
+    )
     # Validated by eventlake.quality.config.load_quality_config when a check starts.
     quality: dict[str, Any] = Field(
         default_factory=dict,

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
     TimestampType,
+    VariantType,
 )
 
 from eventlake.kafka import check_topic_name
@@ -108,7 +109,9 @@ _KAFKA_POSITION: Final = (
 #: Where a record was in Kafka: columns both the events and the rejects table have.
 KAFKA_POSITION_COLUMNS: Final = tuple(name for name, _ in _KAFKA_POSITION)
 
-#: One row per valid CloudEvent: the context attributes, data (bytes as received),
+#: One row per valid CloudEvent: the context attributes, data (bytes as received), the
+#: data as a VARIANT when it is JSON (``data_json``: datacontenttype ``application/json``,
+#: ``text/json`` or ``+json``, or none in structured mode; null when it does not parse),
 #: extensions (as strings), the content mode and where the record was in Kafka.
 EVENTS_SCHEMA: Final = _columns(
     ("id", StringType()),
@@ -120,6 +123,7 @@ EVENTS_SCHEMA: Final = _columns(
     ("subject", StringType()),
     ("time", TimestampType()),
     ("data", BinaryType()),
+    ("data_json", VariantType()),
     ("extensions", MapType(StringType(), StringType(), True)),
     ("content_mode", StringType()),
     *_KAFKA_POSITION,

@@ -11,6 +11,7 @@ from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.ingest import (
     IngestParams,
+    ingest_application_args,
     ingest_params,
     plan_ingest,
     plan_reconcile,
@@ -82,6 +83,7 @@ def test_params_form_lists_the_options_with_their_defaults() -> None:
         "starting_offsets",
         "ending_offsets",
         "full_refresh",
+        "dedup",
         "dry_run",
     ]
     assert {name: param.value for name, param in params.items()} == {
@@ -89,6 +91,7 @@ def test_params_form_lists_the_options_with_their_defaults() -> None:
         "starting_offsets": "earliest",
         "ending_offsets": None,
         "full_refresh": False,
+        "dedup": False,
         "dry_run": False,
     }
     assert params["topics"].schema["minItems"] == 1
@@ -182,3 +185,10 @@ def test_full_refresh_with_explicit_offsets_is_refused() -> None:
         IngestParams.from_params(
             {"topics": ["a"], "full_refresh": True, "ending_offsets": "latest"}
         )
+
+
+def test_the_dedup_param_passes_dedup_to_every_topics_job() -> None:
+    params = IngestParams.from_params({"topics": ["a", "b"], "dedup": True})
+
+    assert all("--dedup" in args for args in ingest_application_args(params))
+    assert "--dedup" not in IngestParams(("a",)).application_args("a")

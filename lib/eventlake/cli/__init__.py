@@ -39,6 +39,7 @@ COMMAND_ORDER: Final = (
     "compaction-check",
     "maintain",
     "status",
+    "types",
     "query",
     "samples",
     "republish",

@@ -88,6 +88,16 @@ def ingest(
             "have been compacted away unseen (otherwise only warn).",
         ),
     ] = False,
+    dedup: Annotated[
+        bool | None,
+        typer.Option(
+            "--dedup/--no-dedup",
+            help="Land an event whose (source, id) is already in the events table (within "
+            "EVENTLAKE_DEDUP_HORIZON_HOURS, default 168) or earlier in its batch in rejects, "
+            "reason duplicate_event. Default: EVENTLAKE_DEDUP (off).",
+            show_default=False,
+        ),
+    ] = None,
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
@@ -108,6 +118,7 @@ def ingest(
             checkpoint_name=checkpoint_name,
             state=state,
             auto_reconcile=auto_reconcile,
+            dedup=settings.dedup if dedup is None else dedup,
         )
         summary = run_job(settings, "eventlake-ingest", run_ingest, request)
     typer.echo(summary.line())

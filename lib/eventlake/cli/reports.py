@@ -1,4 +1,4 @@
-"""The commands that read and report: compaction-check, status, query.
+"""The commands that read and report: compaction-check, status, types, query.
 
 Example:
     $ eventlake status --topic demo.orders
@@ -64,6 +64,48 @@ def status(
     typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render())
     if report.kafka_error:
         raise typer.Exit(3)
+
+
+@app.command("types")
+def types_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """List the event types in the events table: count, first and last event (Kafka
+    time), the typed view and its columns, and when a type's shape changed (a field
+    appeared, disappeared or changed kind)."""
+    from eventlake.event_types import event_types
+    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.tables import EVENTS, is_delta_table
+    from eventlake.text_table import text_table
+
+    settings = job_settings(warehouse=warehouse)
+    path = settings.table_path(EVENTS)
+    if not is_delta_table(path):
+        fail(f"no events table under {settings.warehouse}: run `eventlake ingest` first")
+    with refused(*SETUP_ERRORS):
+        spark = build_spark_session(settings, app_name="eventlake-types")
+    events = spark.read.format("delta").load(str(path))
+    infos = event_types(spark, events, sample_hours=settings.type_sample_hours)
+    if as_json:
+        typer.echo(json.dumps([info.to_json() for info in infos], indent=2))
+        return
+    cells = [
+        [
+            info.type,
+            str(info.count),
+            str(info.first_seen),
+            str(info.last_seen),
+            info.view,
+            ", ".join(f"{name} {kind}" for name, kind in info.fields.items()) or "-",
+        ]
+        for info in infos
+    ]
+    columns = ["type", "events", "first seen", "last seen", "view", "columns from data"]
+    typer.echo("\n".join(text_table(columns, cells)))
+    for info in infos:
+        for change in info.changes():
+            typer.echo(f"{info.type}: {change}")
 
 
 @app.command()

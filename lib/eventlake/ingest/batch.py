@@ -17,18 +17,46 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
+from typing import Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from eventlake.binding import RejectReason, decode_records, to_events, to_rejects
-from eventlake.ledger import INGEST, Ledger, LedgerMovedError, Marks, only_missing, unlanded
-from eventlake.observed import reason_counts, rejects_lost
+from eventlake.binding import (
+    DATA_JSON_INVALID,
+    RejectReason,
+    decode_records,
+    observe_decoded,
+    to_events,
+    to_rejects,
+)
+from eventlake.duplicates import DUPLICATE_EVENT, earliest_landed, mark_duplicates
+from eventlake.ledger import (
+    INGEST,
+    Ledger,
+    LedgerMovedError,
+    Marks,
+    landed_version,
+    only_missing,
+    unlanded,
+)
+from eventlake.observed import flag_counts, reason_counts, rejects_lost
 from eventlake.state import records_from_tables
-from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, retry_conflicts, rows_added_by
+from eventlake.tables import (
+    EVENTS_SCHEMA,
+    KAFKA_COORDINATES,
+    REJECTS_SCHEMA,
+    rejected_by_ingest,
+    retry_conflicts,
+    rows_added_by,
+)
 
 _KAFKA_ROW = {"topic": "topic", "partition": "partition", "offset": "offset"}
+#: Every reason a record of an ingest batch can be rejected for.
+INGEST_REASONS: Final = (*RejectReason, DUPLICATE_EVENT)
 
 
 @dataclass
@@ -37,6 +65,8 @@ class BatchResult:
 
     counts: dict[str | None, int]
     warnings: list[str] = field(default_factory=list)
+    #: Events whose data is JSON by its media type but did not parse (data_json null).
+    data_json_invalid: int = 0
     #: Per table path, the version whose commit holds the rows this batch landed.
     located: dict[str, int] = field(default_factory=dict)
     #: The marks before this batch: records below them were landed before.
@@ -55,9 +85,13 @@ def land_batch(
     note: str,
     batch_id: int | None = None,
     starts: Marks | None = None,
+    dedup_horizon: timedelta | None = None,
 ) -> BatchResult:
     """Land one batch of Kafka rows (offsets up to ``ends``) in the events and rejects
-    tables: what the ledger does not hold yet, exactly once, counted by reason.
+    tables: what the ledger does not hold yet, exactly once, counted by reason. With
+    ``dedup_horizon``, an event whose ``(source, id)`` landed before within that much
+    Kafka time, or earlier in the batch, is a ``duplicate_event`` reject
+    (:func:`eventlake.duplicates.mark_duplicates`).
 
     One pass reads, decodes, writes the events' files and counts; only a batch with
     rejects is read a second time, for the rejects. ``starts`` (where the batch begins,
@@ -74,7 +108,17 @@ def land_batch(
     # files stay uncommitted, and the batch is landed again above the new marks.
     return retry_conflicts(
         partial(
-            _land, spark, records, ledger, ends, events_path, rejects_path, note, batch_id, starts
+            _land,
+            spark,
+            records,
+            ledger,
+            ends,
+            events_path,
+            rejects_path,
+            note,
+            batch_id,
+            starts,
+            dedup_horizon,
         ),
         what=f"ingest: {note}",
         retryable=(LedgerMovedError,),
@@ -91,6 +135,7 @@ def _land(
     note: str,
     batch_id: int | None,
     starts: Marks | None,
+    dedup_horizon: timedelta | None,
 ) -> BatchResult:
     topics = {t for t, _ in ends}
     events_marks = ledger.marks(events_path, INGEST, topics)
@@ -102,22 +147,44 @@ def _land(
         return BatchResult({}, events_marks=events_marks)
     rejects_marks = ledger.marks(rejects_path, INGEST, topics)
     result = BatchResult({}, events_marks=events_marks, rejects_marks=rejects_marks)
+    # A replay after a crash between the two commits: the rejects of the rows below the
+    # rejects marks landed already, and settle those rows (see _classified).
+    replay = any(rejects_marks.get(k, 0) > events_marks.get(k, 0) for k in ends)
+    missing = only_missing(records, events_marks, starts, **_KAFKA_ROW)
+    classified = None
+    if dedup_horizon is not None or replay:
+        classified = _classified(
+            spark, records, missing, events_path, rejects_path, rejects_marks, replay, dedup_horizon
+        )
     seen = Observation()
-    events = to_events(
-        decode_records(only_missing(records, events_marks, starts, **_KAFKA_ROW), seen)
-    )
+    reasons: tuple[str, ...] = tuple(RejectReason)
+    if classified is None:
+        # The common case: each record's fate is its own, decided in the decoding pass.
+        events = to_events(decode_records(missing, seen))
+    else:
+        reasons = INGEST_REASONS
+        events = to_events(observe_decoded(classified, seen, (DUPLICATE_EVENT,)))
     pending_events = ledger.write(events_path, events)
-    result.counts = reason_counts(seen, RejectReason)
+    result.counts = reason_counts(seen, reasons)
+    result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
     rejects = sum(n for reason, n in result.counts.items() if reason is not None)
     if rejects:
         seen_again = Observation()
-        again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-        pending_rejects = ledger.write(rejects_path, to_rejects(decode_records(again, seen_again)))
+        if classified is None:
+            again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
+            rows = decode_records(again, seen_again)
+        else:
+            # The same classification as the events pass, over the same rows (a repeat's
+            # first may lie below the rejects marks), then only what rejects lacks.
+            rows = observe_decoded(
+                classified.where(unlanded(rejects_marks)), seen_again, (DUPLICATE_EVENT,)
+            )
+        pending_rejects = ledger.write(rejects_path, to_rejects(rows))
         version = ledger.commit(
             rejects_path, pending_rejects, INGEST, ends, note=note, batch=batch_id
         )
         result.located[rejects_path] = version
-        lost = rejects_lost(result.counts, reason_counts(seen_again, RejectReason))
+        lost = rejects_lost(result.counts, reason_counts(seen_again, reasons))
         # Rejects above the events marks but below the rejects marks landed before.
         if lost and rejects_marks == {k: events_marks.get(k, 0) for k in rejects_marks}:
             result.warnings.append(f"{note}: {lost}")
@@ -125,6 +192,52 @@ def _land(
         events_path, pending_events, INGEST, ends, note=note, batch=batch_id
     )
     return result
+
+
+def _classified(
+    spark: SparkSession,
+    records: DataFrame,
+    missing: DataFrame,
+    events_path: str,
+    rejects_path: str,
+    rejects_marks: Marks,
+    replay: bool,
+    dedup_horizon: timedelta | None,
+) -> DataFrame:
+    """The batch's unlanded records decoded, with duplicates marked when
+    ``dedup_horizon`` is set, against the events table at one version (both passes of
+    the batch see the same one); on a replay, rows below the rejects marks keep the fate
+    the first attempt gave them: a reject (with its reason) when ``rejects`` holds it,
+    an event otherwise, whatever a second look at duplicates (or ``--dedup`` toggled)
+    would say now."""
+    decoded = decode_records(missing)
+    if dedup_horizon is not None:
+        version = landed_version(events_path)
+        landed = None
+        if version is not None:
+            first_time = records.agg(F.min("timestamp")).first()
+            since = None if first_time is None else first_time[0]
+            if since is not None:
+                landed = earliest_landed(spark, events_path, version, since - dedup_horizon)
+        decoded = mark_duplicates(decoded, landed, dedup_horizon)
+    if not replay:
+        return decoded
+    before = (
+        spark.read.format("delta")
+        .load(rejects_path)
+        .where(rejected_by_ingest() & ~unlanded(rejects_marks))
+        .select(*KAFKA_COORDINATES, F.col("reason").alias("_landed_reason"))
+    )
+    below = ~unlanded(rejects_marks)
+    settled = decoded.join(before, list(KAFKA_COORDINATES), "left")
+    return settled.select(
+        *[
+            F.when(below, F.col("_landed_reason")).otherwise(F.col(c)).alias(c)
+            if c == "reject_reason"
+            else F.col(c)
+            for c in decoded.columns
+        ]
+    )
 
 
 def read_back(

@@ -40,6 +40,8 @@ class IngestRequest:
     state: bool = False
     #: Rebuild a state table with reconcile when the compaction check finds it at risk.
     auto_reconcile: bool = False
+    #: Land repeated (source, id) events as duplicate_event rejects (eventlake.duplicates).
+    dedup: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
@@ -85,6 +87,8 @@ class IngestSummary(RunSummary):
     state_deleted: int = 0
     state_skipped_no_key: int = 0
     state_topics: set[str] = field(default_factory=set)
+    #: Events landed with JSON data that did not parse: ``data_json`` null, ``data`` kept.
+    data_json_invalid: int = 0
     warnings: list[str] = field(default_factory=list)
     reconciled: list[str] = field(default_factory=list)
 
@@ -106,7 +110,8 @@ class IngestSummary(RunSummary):
             if self.state_topics
             else ""
         )
-        return self._line("ingest", after_reasons=state)
+        invalid = f" data_json_invalid={self.data_json_invalid}" if self.data_json_invalid else ""
+        return self._line("ingest", after_reasons=invalid + state)
 
 
 def kafka_reader_options(settings: Settings, request: IngestRequest) -> dict[str, str]:

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -162,7 +163,9 @@ def landed_marks(
 ) -> Marks:
     """The events marks of ``topics`` (where ingest stands). A topic the tables hold but
     the ledger does not (a warehouse from before the ledger) is adopted first: its marks
-    are taken from the tables' rows and committed.
+    are taken from the tables' rows and committed. A topic with rejects marks only is
+    known to the ledger (a first batch stopped between its rejects and events commits):
+    never adopted, or the events that did not land would be skipped.
 
     Example:
         >>> landed_marks(spark, Ledger(spark), settings, ["orders"])
@@ -171,7 +174,8 @@ def landed_marks(
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
     marks = ledger.marks(events_path, INGEST, topics)
-    for topic in sorted(set(topics) - {t for t, _ in marks}):
+    known = {t for t, _ in marks} | {t for t, _ in ledger.marks(rejects_path, INGEST, topics)}
+    for topic in sorted(set(topics) - known):
         held = any(may_hold_topic(settings.table_path(n), topic) for n in (EVENTS, REJECTS))
         found = ingested_next_offsets(spark, settings, topic).get(topic) if held else None
         if not found:
@@ -215,10 +219,12 @@ def _stream(
                 note=note,
                 batch_id=batch_id,
                 starts=starts,
+                dedup_horizon=_dedup_horizon(settings, request),
             )
             for warning in result.warnings:
                 print(f"ingest: WARNING {warning}", flush=True)
             summary.warnings.extend(result.warnings)
+            summary.data_json_invalid += result.data_json_invalid
             state_topics = _kept_state(settings, request, topics)
             if state_topics:
                 caught_up = _caught_up_ms(settings, request, planned, run_started_ms)
@@ -251,6 +257,11 @@ def _stream(
 
     claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
     return summary
+
+
+def _dedup_horizon(settings: Settings, request: IngestRequest) -> timedelta | None:
+    """How far back ``--dedup`` looks for an earlier event; None without it."""
+    return timedelta(hours=settings.dedup_horizon_hours) if request.dedup else None
 
 
 def _caught_up_ms(
@@ -318,8 +329,10 @@ def _run_bounded(
             rejects_path=rejects_path,
             note="bounded run",
             starts=starts,
+            dedup_horizon=_dedup_horizon(settings, request),
         )
     summary.add_batch(result.counts)
+    summary.data_json_invalid += result.data_json_invalid
     for warning in result.warnings:
         print(f"ingest: WARNING {warning}", flush=True)
         summary.warnings.append(warning)

@@ -89,6 +89,13 @@ class IngestParams:
         "not yet in the tables) and rebuild the state tables of state topics.",
     )
 
+    dedup: bool = switch(
+        "Deduplicate",
+        "Land an event whose (source, id) already landed (within the dedup horizon) or "
+        "repeats in its batch in rejects, reason duplicate_event.",
+        flag="--dedup",
+    )
+
     def __post_init__(self) -> None:
         if not self.topics:
             raise OrchestrationError("topics: give at least one topic.")
@@ -171,7 +178,7 @@ def ingest_params(default_topics: Sequence[str]) -> dict[str, Param]:
 
     Example:
         >>> list(ingest_params(["demo.orders"]))
-        ['topics', 'starting_offsets', 'ending_offsets', 'full_refresh', 'dry_run']
+        ['topics', 'starting_offsets', 'ending_offsets', 'full_refresh', 'dedup', 'dry_run']
     """
     return dag_params(IngestParams, topics=list(default_topics))
 

@@ -20,13 +20,14 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.unsafe.types.VariantVal;
 
 /**
  * {@code cloudevents_from_kafka(value, headers)}: the Kafka binding as a Catalyst
  * expression over the Kafka source's {@code value} (binary) and {@code headers}
  * (array&lt;struct&lt;key:string,value:binary&gt;&gt;), returning one struct per record:
- * the context attributes, time, data, data_is_json, extensions, content_mode, reject_reason and
- * reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
+ * the context attributes, time, data, data_json (a VARIANT), data_is_json,
+ * data_json_invalid, extensions, content_mode, reject_reason and reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
  * internal values in and out, like spark-avro's {@code from_avro}.
  *
  * <p>The generated code evaluates both children in place and makes one call into the
@@ -54,7 +55,9 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
             field("subject", DataTypes.StringType),
             field("time", DataTypes.TimestampType),
             field("data", DataTypes.BinaryType),
+            field("data_json", DataTypes.VariantType),
             field("data_is_json", DataTypes.BooleanType),
+            field("data_json_invalid", DataTypes.BooleanType),
             field("extensions",
                 DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType, true)),
             field("content_mode", DataTypes.StringType),
@@ -152,7 +155,11 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
     }
     fields[7] = decoded.hasTime ? (Object) decoded.timeMicros : null;
     fields[8] = decoded.data;
-    fields[9] = decoded.dataIsJson;
+    fields[9] = decoded.dataJson == null
+        ? null
+        : new VariantVal(decoded.dataJson.getValue(), decoded.dataJson.getMetadata());
+    fields[10] = decoded.dataIsJson;
+    fields[11] = decoded.dataJsonInvalid;
     if (decoded.extensions != null) {
       Object[] names = new Object[decoded.extensions.size()];
       Object[] texts = new Object[names.length];
@@ -162,11 +169,11 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
         texts[i] = UTF8String.fromString(extension.getValue());
         i++;
       }
-      fields[10] = new ArrayBasedMapData(new GenericArrayData(names), new GenericArrayData(texts));
+      fields[12] = new ArrayBasedMapData(new GenericArrayData(names), new GenericArrayData(texts));
     }
-    fields[11] = utf8(decoded.contentMode);
-    fields[12] = utf8(decoded.reason);
-    fields[13] = utf8(decoded.detail);
+    fields[13] = utf8(decoded.contentMode);
+    fields[14] = utf8(decoded.reason);
+    fields[15] = utf8(decoded.detail);
     return new GenericInternalRow(fields);
   }
 

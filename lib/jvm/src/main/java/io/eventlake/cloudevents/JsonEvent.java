@@ -25,7 +25,7 @@ final class JsonEvent {
   /** Deeper JSON is refused (Jackson's own default); it protects the JVM's stack. */
   static final int MAX_DEPTH = 1000;
 
-  private static final JsonFactory FACTORY =
+  static final JsonFactory FACTORY =
       JsonFactory.builder()
           .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
           .streamReadConstraints(
@@ -84,6 +84,13 @@ final class JsonEvent {
 
   /** The data member as compact JSON text with object members sorted (kind OTHER). */
   byte[] dataJson;
+
+  /**
+   * The data member as read (kind OTHER): maps of members sorted by code point, lists,
+   * {@link Text}, {@link NumberText}, Booleans and nulls; {@link DataVariant} builds the
+   * VARIANT from it.
+   */
+  Object dataTree;
 
   /** True when the value is an object; false when it is another JSON value. */
   boolean isObject;
@@ -192,6 +199,7 @@ final class JsonEvent {
       default -> {
         dataKind = DataKind.OTHER;
         Object tree = readTree(parser, token);
+        dataTree = tree;
         ByteArrayOutputStream out = new ByteArrayOutputStream(256);
         try (JsonGenerator generator = FACTORY.createGenerator(out)) {
           write(generator, tree);
@@ -201,11 +209,11 @@ final class JsonEvent {
     }
   }
 
-  /** A JSON number, kept as its text. */
-  private record NumberText(String text) {}
+  /** A JSON number, kept as its text, and whether it was written as a whole number. */
+  record NumberText(String text, JsonToken token) {}
 
   /** A JSON string (a Java String in the tree stands for a member name only in maps). */
-  private record Text(String value) {}
+  record Text(String value) {}
 
   private static Object readTree(JsonParser parser, JsonToken token) throws IOException {
     switch (token) {
@@ -229,7 +237,7 @@ final class JsonEvent {
         return new Text(parser.getText());
       }
       case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
-        return new NumberText(parser.getText());
+        return new NumberText(parser.getText(), token);
       }
       case VALUE_TRUE -> {
         return Boolean.TRUE;

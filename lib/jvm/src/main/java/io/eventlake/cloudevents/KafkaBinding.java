@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.types.variant.Variant;
 
 /**
  * The receiver side of the CloudEvents Kafka protocol binding (v1.0.3), the one
@@ -112,6 +113,15 @@ public final class KafkaBinding {
      * when the event has no datacontenttype (JSON format 3.1.2).
      */
     public boolean dataIsJson;
+
+    /**
+     * The data as a VARIANT when it is JSON (see {@link #isJsonData}); null otherwise,
+     * and null when JSON data does not parse ({@link #dataJsonInvalid}).
+     */
+    public Variant dataJson;
+
+    /** True when the data is JSON by its media type but is not one JSON value. */
+    public boolean dataJsonInvalid;
 
     /** Extension attributes in record order, as strings; null for rejects. */
     public Map<String, String> extensions;
@@ -246,6 +256,9 @@ public final class KafkaBinding {
     }
     out.data = value;
     out.extensions = extensions;
+    if (value != null && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
+      setDataJson(out, DataVariant.parse(value));
+    }
     return out;
   }
 
@@ -290,25 +303,35 @@ public final class KafkaBinding {
       return reject(out, Reason.DATA_AND_DATA_BASE64,
           "the JSON event has both data and data_base64");
     }
+    String datacontenttype = out.attributes.get("datacontenttype");
     if (dataBase64 != null) {
       try {
         out.data = Base64.getDecoder().decode(dataBase64);
       } catch (IllegalArgumentException e) {
         return reject(out, Reason.INVALID_DATA_BASE64, "data_base64 is not valid base64");
       }
+      // Bytes, JSON only when a JSON media type says so.
+      if (datacontenttype != null && isJsonMediaType(datacontenttype)) {
+        setDataJson(out, DataVariant.parse(out.data));
+      }
     } else if (json.dataKind == JsonEvent.DataKind.OTHER) {
-      // JSON data is stored as JSON whatever the datacontenttype.
+      // JSON data (an object, array, number, true, false) is stored as JSON whatever
+      // the datacontenttype, and is a VARIANT from the tree already read.
       out.data = json.dataJson;
       out.dataIsJson = true;
+      setDataJson(out, DataVariant.ofTree(json.dataTree));
     } else if (json.dataKind == JsonEvent.DataKind.STRING) {
       // A string under a JSON media type (or none: JSON format 3.1.2) is a JSON value.
-      out.dataIsJson = isJsonMediaType(out.attributes.get("datacontenttype"));
+      out.dataIsJson = isJsonData(STRUCTURED, datacontenttype);
       try {
         out.data = out.dataIsJson
             ? JsonEvent.stringAsJson(json.dataString)
             : json.dataString.getBytes(StandardCharsets.UTF_8);
       } catch (IOException e) {
         throw new IllegalStateException("writing a JSON string cannot fail", e);
+      }
+      if (out.dataIsJson) {
+        setDataJson(out, DataVariant.ofString(json.dataString));
       }
     }
     out.extensions = json.extensions;
@@ -402,6 +425,8 @@ public final class KafkaBinding {
     out.hasTime = false;
     out.data = null;
     out.dataIsJson = false;
+    out.dataJson = null;
+    out.dataJsonInvalid = false;
     out.extensions = null;
     return out;
   }
@@ -422,6 +447,23 @@ public final class KafkaBinding {
 
   static boolean isContextAttribute(String name) {
     return CONTEXT.contains(name);
+  }
+
+  /**
+   * Whether an event's data is JSON, for {@code data_json}: its datacontenttype is a JSON
+   * media type ({@code application/json}, {@code text/json}, any {@code +json} suffix),
+   * or, in structured mode only, absent (JSON format 3.1). Binary mode has no default.
+   */
+  static boolean isJsonData(String contentMode, String datacontenttype) {
+    if (datacontenttype == null) {
+      return STRUCTURED.equals(contentMode);
+    }
+    return isJsonMediaType(datacontenttype);
+  }
+
+  private static void setDataJson(Decoded out, Variant variant) {
+    out.dataJson = variant;
+    out.dataJsonInvalid = variant == null;
   }
 
   /** JSON format 3.1: data is a JSON value when datacontenttype is JSON or absent. */

@@ -21,11 +21,11 @@ class KafkaBindingTest {
   private static final String[] STRUCTURED = {"content-type", "application/cloudevents+json"};
 
   /** Headers as alternating key and value; a null value stays null. */
-  private static Decoded decode(String value, String... headers) {
+  static Decoded decode(String value, String... headers) {
     return decode(value == null ? null : value.getBytes(StandardCharsets.UTF_8), headers);
   }
 
-  private static Decoded decode(byte[] value, String... headers) {
+  static Decoded decode(byte[] value, String... headers) {
     List<String> keys = new ArrayList<>();
     List<byte[]> values = new ArrayList<>();
     for (int i = 0; i < headers.length; i += 2) {
@@ -36,19 +36,19 @@ class KafkaBindingTest {
         value, keys.toArray(new String[0]), values.toArray(new byte[0][]), keys.size());
   }
 
-  private static String[] binary(String... more) {
+  static String[] binary(String... more) {
     List<String> headers = new ArrayList<>(List.of(
         "ce_specversion", "1.0", "ce_id", "id-1", "ce_source", "/s", "ce_type", "t"));
     headers.addAll(List.of(more));
     return headers.toArray(new String[0]);
   }
 
-  private static String json(String members) {
+  static String json(String members) {
     return "{\"specversion\":\"1.0\",\"id\":\"id-1\",\"source\":\"/s\",\"type\":\"t\""
         + (members.isEmpty() ? "" : "," + members) + "}";
   }
 
-  private static Decoded structured(String value) {
+  static Decoded structured(String value) {
     return decode(value, STRUCTURED);
   }
 

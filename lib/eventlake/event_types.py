@@ -1,0 +1,306 @@
+"""Event types as users query them: a typed view per type, and what each type looks like.
+
+Every event type gets a view, ``type_<type>`` (``com.example.order.paid`` ->
+``type_com_example_order_paid``): the events of that type with the CloudEvents
+attributes and, as typed columns, the top-level fields of their JSON data
+(``data_json``), their types inferred by Spark's ``schema_of_variant_agg`` over the
+type's newest events (``type_sample_hours`` of Kafka time before its last event). A
+value that does not have the inferred type reads as NULL (``try_variant_get``), so a
+type whose shape changes never breaks its view.
+
+:func:`event_types` reports per type its count, first and last event, the inferred
+fields, and when its shape changed (a field appeared, disappeared or changed kind).
+
+Example:
+    >>> register_typed_views(spark, events, sample_hours=1.0)
+    {'type_com_example_order_paid': 'com.example.order.paid'}
+    >>> spark.sql("SELECT order, amount FROM type_com_example_order_paid").show()
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.binding import CONTEXT_ATTRIBUTES
+
+#: Columns of every typed view besides the data's fields, in order.
+VIEW_ATTRIBUTES: Final = (*CONTEXT_ATTRIBUTES, "extensions")
+VIEW_KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
+VIEW_PREFIX: Final = "type_"
+
+#: Types a variant value is read as directly; anything else (objects, arrays, mixed
+#: types, only nulls) stays a VARIANT column.
+_SCALAR_TYPE: Final = re.compile(
+    r"^(BIGINT|INT|SMALLINT|TINYINT|DOUBLE|FLOAT|DECIMAL\(\d+,\d+\)|STRING|BOOLEAN|DATE"
+    r"|TIMESTAMP|TIMESTAMP_NTZ|BINARY)$"
+)
+_SIMPLE_KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def view_name(event_type: str) -> str:
+    """The typed view's name of ``event_type``: ``type_`` and the type in lowercase with
+    every run of other characters than letters and digits as one ``_``.
+
+    Example:
+        >>> view_name("com.example.Order-Paid")
+        'type_com_example_order_paid'
+    """
+    return VIEW_PREFIX + (re.sub(r"[^a-z0-9]+", "_", event_type.lower()).strip("_") or "_")
+
+
+def view_names(event_types: list[str]) -> dict[str, str]:
+    """Per type, its view's name (:func:`view_name`); of two types that give the same
+    name, the later in sorted order gets a numbered one (``..._2``).
+
+    Example:
+        >>> view_names(["a.b", "a-b"])
+        {'a-b': 'type_a_b', 'a.b': 'type_a_b_2'}
+    """
+    names: dict[str, str] = {}
+    for event_type in sorted(set(event_types)):
+        name, n = view_name(event_type), 1
+        while name in names.values():
+            n += 1
+            name = f"{view_name(event_type)}_{n}"
+        names[event_type] = name
+    return names
+
+
+def _variant_path(key: str) -> str | None:
+    """The JSON path of a top-level field, for ``try_variant_get``; None when the name
+    cannot be written as one (a quote in it)."""
+    if _SIMPLE_KEY.match(key):
+        return f"$.{key}"
+    return None if "'" in key else f"$['{key}']"
+
+
+@contextmanager
+def _as_view(spark: SparkSession, events: DataFrame) -> Iterator[str]:
+    name = f"_eventlake_events_{uuid.uuid4().hex}"
+    events.createOrReplaceTempView(name)
+    try:
+        yield name
+    finally:
+        spark.catalog.dropTempView(name)
+
+
+def inferred_fields(
+    spark: SparkSession, events: DataFrame, *, sample_hours: float
+) -> dict[str, dict[str, str]]:
+    """Per event type, its data's top-level fields and their Spark types, inferred with
+    ``schema_of_variant_agg`` over the type's events of the last ``sample_hours`` of
+    Kafka time before its newest event; one pass over that sample.
+
+    Example:
+        >>> inferred_fields(spark, events, sample_hours=1.0)
+        {'com.example.order.paid': {'amount': 'DECIMAL(5,2)', 'order': 'STRING'}}
+    """
+    seconds = int(sample_hours * 3600)
+    with _as_view(spark, events) as view:
+        rows = spark.sql(
+            f"""
+            WITH newest AS (SELECT type, max(kafka_timestamp) AS last FROM {view} GROUP BY type),
+            sample AS (
+                SELECT e.type, e.data_json FROM {view} e JOIN newest n ON e.type = n.type
+                WHERE e.kafka_timestamp >= n.last - make_dt_interval(0, 0, 0, {seconds})
+            )
+            SELECT s.type, f.key, schema_of_variant_agg(f.value) AS field_type
+            FROM sample s, LATERAL variant_explode(s.data_json) f
+            WHERE f.key IS NOT NULL
+            GROUP BY s.type, f.key
+            """
+        ).collect()
+    fields: dict[str, dict[str, str]] = {}
+    for row in sorted(rows, key=lambda r: (r["type"], r["key"])):
+        fields.setdefault(row["type"], {})[row["key"]] = row["field_type"]
+    return fields
+
+
+def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> DataFrame:
+    """The events of ``event_type`` with the attributes, one column per data field in
+    ``fields`` (a scalar type read as that type, NULL where a value has another;
+    objects, arrays and mixed types as VARIANT), ``data_json`` and where in Kafka.
+    A field named like an attribute (or like another field, ignoring case) is
+    ``data_<name>``.
+
+    Example:
+        >>> typed_view(events, "order.paid", {"amount": "BIGINT"}).select("amount")
+    """
+    taken = {name.lower() for name in (*VIEW_ATTRIBUTES, *VIEW_KAFKA_COLUMNS, "data_json")}
+    columns: list[Column] = [F.col(name) for name in VIEW_ATTRIBUTES]
+    for key, field_type in fields.items():
+        path = _variant_path(key)
+        if path is None:
+            continue
+        target = field_type.lower() if _SCALAR_TYPE.match(field_type) else "variant"
+        name = key
+        while name.lower() in taken:
+            name = f"data_{name}"
+        taken.add(name.lower())
+        columns.append(F.try_variant_get(F.col("data_json"), path, target).alias(name))
+    columns += [F.col("data_json"), *[F.col(name) for name in VIEW_KAFKA_COLUMNS]]
+    return events.where(F.col("type") == event_type).select(*columns)
+
+
+def register_typed_views(
+    spark: SparkSession, events: DataFrame, *, sample_hours: float
+) -> dict[str, str]:
+    """Register :func:`typed_view` of every event type in ``events`` as a temporary
+    view named by :func:`view_names`; returns view name -> type.
+
+    Example:
+        >>> register_typed_views(spark, events, sample_hours=1.0)
+        {'type_com_example_order_paid': 'com.example.order.paid'}
+    """
+    fields = inferred_fields(spark, events, sample_hours=sample_hours)
+    types = [r["type"] for r in events.select("type").distinct().collect() if r["type"]]
+    registered: dict[str, str] = {}
+    for event_type, name in view_names(types).items():
+        typed_view(events, event_type, fields.get(event_type, {})).createOrReplaceTempView(name)
+        registered[name] = event_type
+    return registered
+
+
+@dataclass(frozen=True)
+class FieldSeen:
+    """One top-level data field of a type with one kind of value, and when it was seen."""
+
+    name: str
+    #: NUMBER, STRING, BOOLEAN, OBJECT, ARRAY (JSON's kinds; nulls say nothing).
+    kind: str
+    count: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True)
+class EventTypeInfo:
+    """What :func:`event_types` reports of one type."""
+
+    type: str
+    view: str
+    count: int
+    first_seen: datetime | None
+    last_seen: datetime | None
+    #: Inferred from the newest events: what the typed view's columns are.
+    fields: dict[str, str]
+    history: list[FieldSeen] = field(default_factory=list)
+
+    def changes(self) -> list[str]:
+        """When the type's shape changed, one sentence each, oldest first: a field that
+        appeared after the type's first event, one that disappeared before its last, one
+        whose kind of value changed.
+
+        Example:
+            >>> info.changes()
+            ['field discount appeared 2026-11-25 10:00:03', 'field amount changed from NUMBER ...']
+        """
+        found: list[tuple[datetime, str]] = []
+        by_name: dict[str, list[FieldSeen]] = {}
+        for seen in self.history:
+            by_name.setdefault(seen.name, []).append(seen)
+        for name, kinds in by_name.items():
+            kinds.sort(key=lambda s: s.first_seen)
+            first, last = kinds[0], max(kinds, key=lambda s: s.last_seen)
+            if self.first_seen is not None and first.first_seen > self.first_seen:
+                found.append((first.first_seen, f"field {name} appeared {_when(first.first_seen)}"))
+            for before, after in itertools.pairwise(kinds):
+                found.append(
+                    (
+                        after.first_seen,
+                        f"field {name} changed from {before.kind} to {after.kind} "
+                        f"{_when(after.first_seen)}",
+                    )
+                )
+            if self.last_seen is not None and last.last_seen < self.last_seen:
+                found.append(
+                    (last.last_seen, f"field {name} disappeared after {_when(last.last_seen)}")
+                )
+        return [sentence for _, sentence in sorted(found)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "view": self.view,
+            "count": self.count,
+            "first_seen": _when(self.first_seen),
+            "last_seen": _when(self.last_seen),
+            "fields": self.fields,
+            "changes": self.changes(),
+        }
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(sep=" ", timespec="seconds")
+
+
+def event_types(
+    spark: SparkSession, events: DataFrame, *, sample_hours: float
+) -> list[EventTypeInfo]:
+    """Every event type in ``events``: count, first and last event (Kafka time), its
+    inferred fields (:func:`inferred_fields`) and the kinds of value each field had and
+    when (a pass over every event's data; for ``eventlake types``, not for views).
+
+    Example:
+        >>> [t.type for t in event_types(spark, events, sample_hours=1.0)]
+        ['com.example.order.paid', 'com.example.order.shipped']
+    """
+    counts = (
+        events.groupBy("type")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("kafka_timestamp").alias("first"),
+            F.max("kafka_timestamp").alias("last"),
+        )
+        .collect()
+    )
+    with _as_view(spark, events) as view:
+        seen = spark.sql(
+            f"""
+            SELECT type, key, kind, count(*) AS n, min(ts) AS first, max(ts) AS last FROM (
+                SELECT e.type, f.key, e.kafka_timestamp AS ts,
+                    CASE
+                        WHEN s RLIKE '^(BIGINT|INT|SMALLINT|TINYINT|DOUBLE|FLOAT|DECIMAL)'
+                            THEN 'NUMBER'
+                        WHEN s LIKE 'OBJECT%' THEN 'OBJECT'
+                        WHEN s LIKE 'ARRAY%' THEN 'ARRAY'
+                        ELSE s
+                    END AS kind
+                FROM {view} e, LATERAL variant_explode(e.data_json) f,
+                    LATERAL (SELECT schema_of_variant(f.value) AS s)
+                WHERE f.key IS NOT NULL
+            )
+            WHERE kind <> 'VOID'
+            GROUP BY type, key, kind
+            """
+        ).collect()
+    history: dict[str, list[FieldSeen]] = {}
+    for row in seen:
+        history.setdefault(row["type"], []).append(
+            FieldSeen(row["key"], row["kind"], row["n"], row["first"], row["last"])
+        )
+    fields = inferred_fields(spark, events, sample_hours=sample_hours)
+    views = view_names([row["type"] for row in counts if row["type"] is not None])
+    return [
+        EventTypeInfo(
+            type=row["type"],
+            view=views[row["type"]],
+            count=row["n"],
+            first_seen=row["first"],
+            last_seen=row["last"],
+            fields=fields.get(row["type"], {}),
+            history=sorted(history.get(row["type"], []), key=lambda s: (s.name, s.first_seen)),
+        )
+        for row in sorted(counts, key=lambda r: r["type"] or "")
+        if row["type"] is not None
+    ]

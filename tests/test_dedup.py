@@ -1,0 +1,171 @@
+"""``--dedup`` on the real broker, Spark and Delta: a repeated (source, id) lands in
+rejects as duplicate_event, every record still exactly once, also on a replay."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake.duplicates import DUPLICATE_EVENT
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.ledger import Ledger
+from eventlake.local.broker import LocalBroker
+from eventlake.settings import Settings
+from eventlake.tables import EVENTS, REJECTS
+from tests.helpers import binary_headers, read_table
+
+COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+
+
+def _event(event_id: str, *, source: str = "/tests") -> Record:
+    return (event_id.encode(), b"{}", binary_headers(event_id, source=source))
+
+
+def _landed(
+    spark: SparkSession, settings: Settings
+) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    """(event ids in events, sorted; per offset in rejects, (reason, detail))."""
+    events = sorted(r["id"] for r in read_table(spark, settings, EVENTS).collect())
+    rejects = {
+        r["kafka_offset"]: (r["reason"], r["detail"])
+        for r in read_table(spark, settings, REJECTS).collect()
+    }
+    return events, rejects
+
+
+def _every_record_once(spark: SparkSession, settings: Settings, produced: int) -> None:
+    both = (
+        read_table(spark, settings, EVENTS)
+        .select(COORDINATES)
+        .unionByName(read_table(spark, settings, REJECTS).select(COORDINATES))
+    )
+    assert both.count() == both.distinct().count() == produced
+
+
+def test_a_repeat_in_the_batch_or_in_the_table_lands_as_a_duplicate_reject(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    request = IngestRequest(topics=(topic_name,), dedup=True)
+    produce_all(
+        warehouse_settings,
+        topic_name,
+        [_event("a"), _event("b"), _event("a"), _event("a", source="/other")],
+    )
+    first = run_ingest(spark, warehouse_settings, request)
+    produce_all(warehouse_settings, topic_name, [_event("b"), _event("c")])
+
+    second = run_ingest(spark, warehouse_settings, request)
+
+    events, rejects = _landed(spark, warehouse_settings)
+    assert events == ["a", "a", "b", "c"]  # ("/other", "a") is another event
+    assert sorted(rejects) == [2, 4]
+    assert rejects[2] == (DUPLICATE_EVENT, rejects[2][1])
+    assert f"first landed at {topic_name}/0/0 " in rejects[2][1]
+    assert f"first landed at {topic_name}/0/1 " in rejects[4][1]
+    assert first.rejects_by_reason == {DUPLICATE_EVENT: 1}
+    assert second.rejects_by_reason == {DUPLICATE_EVENT: 1}
+    _every_record_once(spark, warehouse_settings, 6)
+
+
+def test_without_dedup_repeats_land_as_events(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_all(warehouse_settings, topic_name, [_event("a"), _event("a")])
+
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    assert _landed(spark, warehouse_settings) == (["a", "a"], {})
+
+
+def test_an_earlier_event_beyond_the_horizon_is_no_duplicate(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    settings = warehouse_settings.model_copy(update={"dedup_horizon_hours": 1 / 3600})
+    create_topic(settings, topic_name)
+    request = IngestRequest(topics=(topic_name,), dedup=True)
+    produce_all(settings, topic_name, [_event("a")])
+    run_ingest(spark, settings, request)
+    time.sleep(1.5)  # more than the one-second horizon of Kafka time
+    produce_all(settings, topic_name, [_event("a")])
+
+    run_ingest(spark, settings, request)
+
+    assert _landed(spark, settings) == (["a", "a"], {})
+
+
+class _Crash(RuntimeError):
+    pass
+
+
+def test_a_replay_after_a_crash_between_the_commits_keeps_each_records_first_fate(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rejects commit (duplicates in it) lands, the events commit does not (a crash);
+    the run again without --dedup must neither land the duplicates as events too nor
+    drop the events."""
+    create_topic(warehouse_settings, topic_name)
+    produce_all(warehouse_settings, topic_name, [_event("a"), _event("a"), _event("b")])
+    events_path = str(warehouse_settings.table_path(EVENTS))
+    commit = Ledger.commit
+
+    def crash_on_events(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
+        if path == events_path:
+            raise _Crash("between the rejects and the events commit")
+        return commit(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "commit", crash_on_events)
+    with pytest.raises(Exception, match="between the rejects and the events commit"):
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), dedup=True))
+    monkeypatch.setattr(Ledger, "commit", commit)
+
+    again = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    events, rejects = _landed(spark, warehouse_settings)
+    assert events == ["a", "b"]
+    assert [reason for reason, _ in rejects.values()] == [DUPLICATE_EVENT]
+    assert again.rejects_by_reason == {DUPLICATE_EVENT: 1}
+    _every_record_once(spark, warehouse_settings, 3)
+
+
+def test_a_first_batch_stopped_between_its_commits_lands_its_events_on_the_next_run(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --dedup too: the topic's rejects marks landed, its events marks did not.
+    The next run must not take the tables for a warehouse from before the ledger."""
+    create_topic(warehouse_settings, topic_name)
+    produce_all(
+        warehouse_settings, topic_name, [_event("a"), (b"k", None, []), _event("b"), _event("c")]
+    )
+    events_path = str(warehouse_settings.table_path(EVENTS))
+    commit = Ledger.commit
+
+    def crash_on_events(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
+        if path == events_path:
+            raise _Crash("between the rejects and the events commit")
+        return commit(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "commit", crash_on_events)
+    with pytest.raises(Exception, match="between the rejects and the events commit"):
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    monkeypatch.setattr(Ledger, "commit", commit)
+
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    events, rejects = _landed(spark, warehouse_settings)
+    assert events == ["a", "b", "c"]
+    assert [reason for reason, _ in rejects.values()] == ["plain_tombstone"]
+    _every_record_once(spark, warehouse_settings, 4)
