@@ -15,6 +15,8 @@ topic (a mapped task), reading what the topic holds and stopping (`available-now
 * **Full refresh**: `full_refresh: true` re-reads each topic from earliest to latest
   (adds only records not yet in the tables) and then rebuilds the state table of each
   state topic from its topic (`reconcile`, one task per state topic).
+* **Duplicates**: `dedup: true` (or `EVENTLAKE_DEDUP` on the worker) lands an event whose
+  `(source, id)` already landed within the horizon in `rejects` as `duplicate_event`.
 * **Dry run**: `dry_run: true` logs the spark-submit commands and submits nothing.
 * **Spark master**: the `spark_default` connection.
 * **Kafka**: the `kafka_default` connection (type `kafka`) when it is defined, its

@@ -81,7 +81,19 @@ def _decoded_rows(spark: SparkSession, rows: list[tuple[Any, ...]]) -> list[Row]
     decoded = decode_records(spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA))
     # Times as microseconds: Python's datetime cannot hold the corpus's year-1 edge cases.
     decoded = decoded.drop("ingested_at").withColumn("time", F.unix_micros("time"))
-    return sorted(decoded.collect(), key=lambda row: row["kafka_offset"])
+    return sorted(
+        (_variant_as_bytes(row) for row in decoded.collect()), key=lambda row: row["kafka_offset"]
+    )
+
+
+def _variant_as_bytes(row: Row) -> Row:
+    """``row`` with ``data_json`` as its exact (value, metadata) bytes: Python's VariantVal
+    compares by identity."""
+    fields = row.asDict()
+    variant = fields["data_json"]
+    if variant is not None:
+        fields["data_json"] = (bytes(variant.value), bytes(variant.metadata))
+    return Row(**fields)
 
 
 def test_generated_code_decodes_as_the_interpreted_path(spark: SparkSession) -> None:

@@ -89,15 +89,14 @@ def ingest(
         ),
     ] = False,
     dedup: Annotated[
-        bool | None,
+        bool,
         typer.Option(
-            "--dedup/--no-dedup",
+            "--dedup",
             help="Land an event whose (source, id) is already in the events table (within "
             "EVENTLAKE_DEDUP_HORIZON_HOURS, default 168) or earlier in its batch in rejects, "
-            "reason duplicate_event. Default: EVENTLAKE_DEDUP (off).",
-            show_default=False,
+            "reason duplicate_event. Also on when EVENTLAKE_DEDUP is true.",
         ),
-    ] = None,
+    ] = False,
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
@@ -118,7 +117,7 @@ def ingest(
             checkpoint_name=checkpoint_name,
             state=state,
             auto_reconcile=auto_reconcile,
-            dedup=settings.dedup if dedup is None else dedup,
+            dedup=dedup or settings.dedup,
         )
         summary = run_job(settings, "eventlake-ingest", run_ingest, request)
     typer.echo(summary.line())

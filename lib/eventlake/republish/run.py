@@ -8,9 +8,12 @@ partitioner hashes the key with murmur2, like every Java/Kafka Streams client, s
 partition is set here.
 
 Delivery to Kafka is at least once (Spark's Kafka sink): a batch that crashes after
-its send and before its commit is sent again. Producers should make (source, id)
-unique, as the CloudEvents spec asks, so that readers can drop such repeats; state
-tables keep the last record per key, which a repeat does not change. What republish
+its send and before its commit is sent again, so the target can hold an event twice
+(republish never changes an event: a repeat has the same (source, id)). Nothing here
+makes events unique; a reader of the target drops such repeats: eventlake's ingest of
+the target does with ``--dedup`` (duplicate_event rejects), and ``events_unique`` keeps
+one per (source, id) without it. State tables keep the last record per key, which a
+repeat does not change. What republish
 has sent to a target is in the ledger (:mod:`eventlake.ledger`, job
 ``republish:<target>``, kept in the rejects table with the batch's rejects): every run
 (stream, bounded, a new checkpoint) sends only records above those marks, and rejects

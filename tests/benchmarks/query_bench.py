@@ -1,0 +1,223 @@
+"""The queries users write most, timed the old way and the new way in one run (issue 35).
+
+    python tests/benchmarks/query_bench.py                      # 5,000,000 events
+    python tests/benchmarks/query_bench.py --records 200000 --repeats 1   # smoke run
+
+Produces ``--records`` mixed ~1 KB CloudEvents (half binary, half structured; six
+types; ``time`` spread over ``--days`` days; a subject per entity) to a topic on the
+local broker, lands them with ``eventlake ingest`` (one bounded run, a whole process,
+timed), then in one SparkSession with the tables registered as ``eventlake query`` does,
+runs each query both ways, interleaved, ``--repeats`` times:
+
+* (a) events per type and hour for one day;
+* (b) the sum of ``amount`` of one type over one day: ``from_json`` on ``data`` against
+  the typed view's ``amount`` column;
+* (c) the latest ``amount`` per subject of one type: ``from_json`` against ``data_json``.
+
+(a) reads no data, so both of its ways are the same SQL: the figure is there for the
+layout comparison (issue 35 item 4), which this run does not make. Each figure is the
+median of the repeats, the results of both ways are checked equal, and the table's size
+on disk is reported. Results: ``results/query-bench-<time>.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+
+from eventlake.kafka import Record, delete_topics
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import load_local_settings
+from eventlake.query import register_tables
+from eventlake.settings import PROJECT_ROOT
+from eventlake.spark import build_spark_session
+from tests.benchmarks.bench import fill_topic
+
+TYPES: Final = tuple(
+    f"com.example.order.{t}"
+    for t in ("created", "paid", "packed", "shipped", "delivered", "returned")
+)
+START: Final = datetime(2026, 11, 20, tzinfo=UTC)
+DAY: Final = "2026-11-22"
+NEXT_DAY: Final = "2026-11-23"
+PAID: Final = "com.example.order.paid"
+
+QUERIES: Final = {
+    "a_count_by_type_per_hour": {
+        "old": f"""SELECT type, date_trunc('HOUR', time) AS hour, count(*) AS n FROM events
+                   WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'
+                   GROUP BY type, hour""",
+        "new": f"""SELECT type, date_trunc('HOUR', time) AS hour, count(*) AS n FROM events
+                   WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'
+                   GROUP BY type, hour""",
+    },
+    "b_sum_of_a_json_field": {
+        "old": f"""SELECT sum(from_json(CAST(data AS STRING), 'amount DECIMAL(10,2)').amount) AS s
+                   FROM events WHERE type = '{PAID}'
+                   AND time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
+        "new": f"""SELECT sum(amount) AS s FROM type_com_example_order_paid
+                   WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
+    },
+    "c_latest_per_subject": {
+        "old": f"""SELECT subject, max_by(from_json(CAST(data AS STRING),
+                   'amount DECIMAL(10,2)').amount, time) AS amount
+                   FROM events WHERE type = '{PAID}' GROUP BY subject""",
+        "new": f"""SELECT subject, max_by(data_json:amount::DECIMAL(10,2), time) AS amount
+                   FROM events WHERE type = '{PAID}' GROUP BY subject""",
+    },
+}
+
+
+def query_records(count: int, *, days: int, seed: int = 7) -> Iterator[Record]:
+    """~1 KB CloudEvents, half binary, half structured, ``time`` spread over ``days``."""
+    rng = random.Random(seed)
+    description = " ".join(rng.choice(("order", "parcel", "eu", "note")) for _ in range(190))
+    step = timedelta(days=days) / max(count, 1)
+    for n in range(count):
+        entity = f"order-{rng.randrange(max(count // 10, 1)):07d}"
+        attributes = {
+            "id": f"{seed}-{n}",
+            "source": f"/shop/{n % 7}",
+            "type": TYPES[n % len(TYPES)],
+            "subject": entity,
+            "time": (START + step * n).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        data = {
+            "order": entity,
+            "amount": round(rng.random() * 500, 2),
+            "n": n,
+            "description": description[:700],
+        }
+        if n % 2 == 0:
+            headers = [("ce_specversion", b"1.0"), ("content-type", b"application/json")]
+            headers += [(f"ce_{k}", v.encode()) for k, v in attributes.items()]
+            yield (entity.encode(), json.dumps(data).encode(), headers)
+        else:
+            body = {
+                "specversion": "1.0",
+                "datacontenttype": "application/json",
+                **attributes,
+                "data": data,
+            }
+            yield (
+                entity.encode(),
+                json.dumps(body).encode(),
+                [("content-type", b"application/cloudevents+json")],
+            )
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--days", type=int, default=5)
+    args = parser.parse_args(argv)
+    settings = load_local_settings()
+    LocalBroker(settings).start()
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    topic = f"query-bench-{run_id.lower()}"
+    warehouse = settings.warehouse.parent / f"query-bench-{run_id}"
+    started = time.monotonic()
+    fill_topic(settings, topic, query_records(args.records, days=args.days), compact=False)
+    print(f"produced {args.records} records in {time.monotonic() - started:.0f} s", flush=True)
+    env = {**os.environ, "EVENTLAKE_WAREHOUSE": str(warehouse)}
+    started = time.monotonic()
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "eventlake"),
+            "ingest",
+            "--topic",
+            topic,
+            "--ending-offsets",
+            "latest",
+        ],
+        env=env,
+        check=True,
+    )
+    ingest_seconds = time.monotonic() - started
+    job_settings = settings.model_copy(update={"warehouse": warehouse})
+    spark = build_spark_session(job_settings, app_name="query-bench")
+    started = time.monotonic()
+    register_tables(spark, job_settings)
+    register_seconds = time.monotonic() - started
+    seconds: dict[str, dict[str, list[float]]] = {q: {"old": [], "new": []} for q in QUERIES}
+    answers: dict[str, dict[str, Any]] = {q: {} for q in QUERIES}
+    for repeat in range(args.repeats):
+        for name, ways in QUERIES.items():
+            order = ("old", "new") if repeat % 2 == 0 else ("new", "old")
+            for way in order:
+                began = time.monotonic()
+                rows = spark.sql(ways[way]).collect()
+                seconds[name][way].append(time.monotonic() - began)
+                answers[name][way] = sorted(tuple(r) for r in rows)
+            print(
+                f"{name} round {repeat + 1}: old {seconds[name]['old'][-1]:.2f} s, "
+                f"new {seconds[name]['new'][-1]:.2f} s",
+                flush=True,
+            )
+    results: dict[str, Any] = {
+        "run_id": run_id,
+        "records": args.records,
+        "repeats": args.repeats,
+        "ingest_seconds": round(ingest_seconds, 1),
+        "register_views_seconds": round(register_seconds, 1),
+        "events_table_bytes": folder_bytes(warehouse / "events"),
+        "queries": {},
+    }
+    for name in QUERIES:
+        old, new = (statistics.median(seconds[name][w]) for w in ("old", "new"))
+        results["queries"][name] = {
+            "old_seconds": round(old, 2),
+            "new_seconds": round(new, 2),
+            "speedup": round(old / new, 2),
+            "same_answer": answers[name]["old"] == answers[name]["new"],
+            "rows": len(answers[name]["new"]),
+        }
+    spark.stop()
+    delete_topics(settings, [topic])
+    shutil.rmtree(warehouse, ignore_errors=True)
+    out = PROJECT_ROOT / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"query-bench-{run_id}.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = [
+        f"# Query benchmark {run_id}: {args.records} events, medians of {args.repeats}",
+        "",
+        "| query | from_json on data (s) | data_json / typed view (s) | speed-up | same answer |",
+        "|---|---|---|---|---|",
+    ]
+    for name, figures in results["queries"].items():
+        lines.append(
+            f"| {name} | {figures['old_seconds']} | {figures['new_seconds']} | "
+            f"{figures['speedup']} | {figures['same_answer']} |"
+        )
+    lines += [
+        "",
+        f"ingest {results['ingest_seconds']} s; views registered in "
+        f"{results['register_views_seconds']} s; events table "
+        f"{results['events_table_bytes'] / 1e6:.0f} MB on disk",
+    ]
+    (out / f"query-bench-{run_id}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
