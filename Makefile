@@ -19,7 +19,7 @@ help:
 	@echo "make test-jvm - the JUnit tests of the JVM decoder (lib/jvm)"
 	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
-	@echo "make bench  - benchmarks at N=100k and 1M, then streaming latency (results/)"
+	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
@@ -120,6 +120,8 @@ cluster-status: venv
 bench: setup
 	$(PY) tests/benchmarks/bench.py --sizes 100000 1000000 --repeats 3
 	$(PY) tests/benchmarks/latency.py
+	$(PY) tests/benchmarks/query_bench.py --records 5000000 --repeats 3
+	$(PY) tests/benchmarks/dedup_bench.py --records 1000000 --rounds 3
 
 # A running stream against a producer at 1,000 and 20,000 events/s (and 20,000 with
 # --state), 5 minutes each: time until a record is visible in Delta, lag, stop.

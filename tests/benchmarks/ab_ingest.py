@@ -20,6 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+# Runs as a script from the checkout (python tests/benchmarks/ab_ingest.py): its own
+# packages first, as bench.py does.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from tests.benchmarks.bench import bench_records, fill_topic
