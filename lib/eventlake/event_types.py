@@ -6,7 +6,9 @@ attributes and, as typed columns, the top-level fields of their JSON data
 (``data_json``), their types inferred by Spark's ``schema_of_variant_agg`` over the
 type's newest events (``type_sample_hours`` of Kafka time before its last event). A
 value that does not have the inferred type reads as NULL (``try_variant_get``), so a
-type whose shape changes never breaks its view.
+type whose shape changes never breaks its view. The sample is bounded in rows too
+(:data:`SAMPLE_ROWS` at random), so that registering the views stays quick on a large
+table.
 
 :func:`event_types` reports per type its count, first and last event, the inferred
 fields, and when its shape changed (a field appeared, disappeared or changed kind).
@@ -37,6 +39,8 @@ from eventlake.binding import CONTEXT_ATTRIBUTES
 VIEW_ATTRIBUTES: Final = (*CONTEXT_ATTRIBUTES, "extensions")
 VIEW_KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 VIEW_PREFIX: Final = "type_"
+#: About how many of a type's newest events its view's columns are inferred from.
+SAMPLE_ROWS: Final = 20_000
 
 #: Types a variant value is read as directly; anything else (objects, arrays, mixed
 #: types, only nulls) stays a VARIANT column.
@@ -95,11 +99,17 @@ def _as_view(spark: SparkSession, events: DataFrame) -> Iterator[str]:
 
 
 def inferred_fields(
-    spark: SparkSession, events: DataFrame, *, sample_hours: float
+    spark: SparkSession,
+    events: DataFrame,
+    *,
+    sample_hours: float,
+    sample_rows: int = SAMPLE_ROWS,
 ) -> dict[str, dict[str, str]]:
     """Per event type, its data's top-level fields and their Spark types, inferred with
-    ``schema_of_variant_agg`` over the type's events of the last ``sample_hours`` of
-    Kafka time before its newest event; one pass over that sample.
+    ``schema_of_variant_agg`` over a sample of the type's newest events: those of the
+    last ``sample_hours`` of Kafka time before its newest one, of which about
+    ``sample_rows`` at random when there are more. Two scans of ``type`` and
+    ``kafka_timestamp``, then one pass over the sample's data.
 
     Example:
         >>> inferred_fields(spark, events, sample_hours=1.0)
@@ -110,14 +120,16 @@ def inferred_fields(
         rows = spark.sql(
             f"""
             WITH newest AS (SELECT type, max(kafka_timestamp) AS last FROM {view} GROUP BY type),
-            sample AS (
+            recent AS (
                 SELECT e.type, e.data_json FROM {view} e JOIN newest n ON e.type = n.type
                 WHERE e.kafka_timestamp >= n.last - make_dt_interval(0, 0, 0, {seconds})
-            )
-            SELECT s.type, f.key, schema_of_variant_agg(f.value) AS field_type
-            FROM sample s, LATERAL variant_explode(s.data_json) f
-            WHERE f.key IS NOT NULL
-            GROUP BY s.type, f.key
+            ),
+            sized AS (SELECT type, count(*) AS n FROM recent GROUP BY type)
+            SELECT r.type, f.key, schema_of_variant_agg(f.value) AS field_type
+            FROM recent r JOIN sized z ON r.type = z.type,
+                LATERAL variant_explode(r.data_json) f
+            WHERE rand(35) * z.n < {int(sample_rows)} AND f.key IS NOT NULL
+            GROUP BY r.type, f.key
             """
         ).collect()
     fields: dict[str, dict[str, str]] = {}

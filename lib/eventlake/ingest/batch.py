@@ -147,37 +147,54 @@ def _land(
         return BatchResult({}, events_marks=events_marks)
     rejects_marks = ledger.marks(rejects_path, INGEST, topics)
     result = BatchResult({}, events_marks=events_marks, rejects_marks=rejects_marks)
-    # A replay after a crash between the two commits: the rejects of the rows below the
-    # rejects marks landed already, and settle those rows (see _classified).
+    # A replay after a crash between the two commits: the rows below the rejects marks
+    # keep the fate the first attempt gave them (see _verdicts).
     replay = any(rejects_marks.get(k, 0) > events_marks.get(k, 0) for k in ends)
     missing = only_missing(records, events_marks, starts, **_KAFKA_ROW)
-    classified = None
+    verdicts = None
     if dedup_horizon is not None or replay:
-        classified = _classified(
-            spark, records, missing, events_path, rejects_path, rejects_marks, replay, dedup_horizon
+        verdicts = _verdicts(
+            spark, records, missing, events_path, rejects_path, rejects_marks, dedup_horizon
         )
     seen = Observation()
     reasons: tuple[str, ...] = tuple(RejectReason)
-    if classified is None:
+    if verdicts is None:
         # The common case: each record's fate is its own, decided in the decoding pass.
         events = to_events(decode_records(missing, seen))
     else:
         reasons = INGEST_REASONS
-        events = to_events(observe_decoded(classified, seen, (DUPLICATE_EVENT,)))
+        decided = _apply_verdicts(decode_records(missing), verdicts)
+        events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
     pending_events = ledger.write(events_path, events)
     result.counts = reason_counts(seen, reasons)
     result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
     rejects = sum(n for reason, n in result.counts.items() if reason is not None)
     if rejects:
         seen_again = Observation()
-        if classified is None:
+        if verdicts is None:
             again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
             rows = decode_records(again, seen_again)
+        elif dedup_horizon is None:
+            # A replay: decoding alone decides the fate of what rejects lacks (at or above
+            # the rejects marks, where no verdict is).
+            again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
+            rows = observe_decoded(decode_records(again), seen_again, (DUPLICATE_EVENT,))
         else:
-            # The same classification as the events pass, over the same rows (a repeat's
-            # first may lie below the rejects marks), then only what rejects lacks.
+            # Only the records with a reject verdict are decoded again: the verdicts hold
+            # every reject of the batch (the decoder's and the duplicates).
+            again = records.join(
+                F.broadcast(
+                    verdicts.where(F.col("_verdict_reason").isNotNull()).select(
+                        *[F.col(c).alias(_KAFKA_ROW[k]) for k, c in _RAW_COORDINATES.items()]
+                    )
+                ),
+                list(_KAFKA_ROW.values()),
+                "left_semi",
+            )
             rows = observe_decoded(
-                classified.where(unlanded(rejects_marks)), seen_again, (DUPLICATE_EVENT,)
+                _apply_verdicts(decode_records(again), verdicts).where(unlanded(rejects_marks)),
+                seen_again,
+                (DUPLICATE_EVENT,),
             )
         pending_rejects = ledger.write(rejects_path, to_rejects(rows))
         version = ledger.commit(
@@ -194,46 +211,84 @@ def _land(
     return result
 
 
-def _classified(
+#: The Kafka source's coordinate columns, by the decoded frame's names.
+_RAW_COORDINATES: Final = {
+    "topic": "kafka_topic",
+    "partition": "kafka_partition",
+    "offset": "kafka_offset",
+}
+
+
+def _verdicts(
     spark: SparkSession,
     records: DataFrame,
     missing: DataFrame,
     events_path: str,
     rejects_path: str,
     rejects_marks: Marks,
-    replay: bool,
     dedup_horizon: timedelta | None,
 ) -> DataFrame:
-    """The batch's unlanded records decoded, with duplicates marked when
-    ``dedup_horizon`` is set, against the events table at one version (both passes of
-    the batch see the same one); on a replay, rows below the rejects marks keep the fate
-    the first attempt gave them: a reject (with its reason) when ``rejects`` holds it,
-    an event otherwise, whatever a second look at duplicates (or ``--dedup`` toggled)
-    would say now."""
-    decoded = decode_records(missing)
+    """The fate of the batch's records where decoding alone does not decide it, computed
+    once and held (a small frame: coordinates, ``_verdict_reason`` (null: an event) and
+    ``_verdict_detail``), so that the events and the rejects pass agree:
+
+    * with ``dedup_horizon``, every reject at or above the rejects marks: the decoder's,
+      and the duplicates (:func:`eventlake.duplicates.mark_duplicates`, against the events
+      table at one version), found in a pass over the batch's narrow decoded columns;
+    * on a replay, every row below the rejects marks that ``rejects`` holds, with the
+      reason the first attempt gave it; a row there that it does not hold was an event,
+      whatever a second look at duplicates (or ``--dedup`` switched) would say now.
+    """
+    parts: list[DataFrame] = []
     if dedup_horizon is not None:
-        version = landed_version(events_path)
+        narrow = decode_records(missing).select(
+            *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
+        )
         landed = None
+        version = landed_version(events_path)
         if version is not None:
             first_time = records.agg(F.min("timestamp")).first()
             since = None if first_time is None else first_time[0]
             if since is not None:
                 landed = earliest_landed(spark, events_path, version, since - dedup_horizon)
-        decoded = mark_duplicates(decoded, landed, dedup_horizon)
-    if not replay:
-        return decoded
-    before = (
-        spark.read.format("delta")
-        .load(rejects_path)
-        .where(rejected_by_ingest() & ~unlanded(rejects_marks))
-        .select(*KAFKA_COORDINATES, F.col("reason").alias("_landed_reason"))
+        marked = mark_duplicates(narrow, landed, dedup_horizon)
+        parts.append(
+            marked.where(F.col("reject_reason").isNotNull() & unlanded(rejects_marks)).select(
+                *KAFKA_COORDINATES,
+                F.col("reject_reason").alias("_verdict_reason"),
+                F.col("reject_detail").alias("_verdict_detail"),
+            )
+        )
+    if any(rejects_marks.values()):
+        parts.append(
+            spark.read.format("delta")
+            .load(rejects_path)
+            .where(rejected_by_ingest() & ~unlanded(rejects_marks))
+            .select(
+                *KAFKA_COORDINATES,
+                F.col("reason").alias("_verdict_reason"),
+                F.col("detail").alias("_verdict_detail"),
+            )
+        )
+    verdicts = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return verdicts.localCheckpoint(eager=True)
+
+
+def _apply_verdicts(decoded: DataFrame, verdicts: DataFrame) -> DataFrame:
+    """``decoded`` with each record that has a verdict given its reason and detail (a
+    null reason: an event); a hash join against the small, broadcast verdicts."""
+    joined = decoded.join(
+        F.broadcast(verdicts.withColumn("_has_verdict", F.lit(True))),
+        list(KAFKA_COORDINATES),
+        "left",
     )
-    below = ~unlanded(rejects_marks)
-    settled = decoded.join(before, list(KAFKA_COORDINATES), "left")
-    return settled.select(
+    decided = F.col("_has_verdict").isNotNull()
+    return joined.select(
         *[
-            F.when(below, F.col("_landed_reason")).otherwise(F.col(c)).alias(c)
+            F.when(decided, F.col("_verdict_reason")).otherwise(F.col(c)).alias(c)
             if c == "reject_reason"
+            else F.when(decided, F.col("_verdict_detail")).otherwise(F.col(c)).alias(c)
+            if c == "reject_detail"
             else F.col(c)
             for c in decoded.columns
         ]
