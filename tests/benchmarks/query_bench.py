@@ -120,6 +120,73 @@ def query_records(count: int, *, days: int, seed: int = 7) -> Iterator[Record]:
             )
 
 
+#: The layout comparison's queries (a) and (b), the new way, on a table named ``{table}``.
+LAYOUT_QUERIES: Final = {
+    "a_count_by_type_per_hour": f"""SELECT type, date_trunc('HOUR', time) AS hour, count(*) AS n
+        FROM {{table}} WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'
+        GROUP BY type, hour""",
+    "b_sum_of_a_json_field": f"""SELECT sum(data_json:amount::DECIMAL(10,2)) AS s FROM {{table}}
+        WHERE type = '{PAID}' AND time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
+}
+
+
+def compare_layouts(spark: Any, warehouse: Path, repeats: int) -> dict[str, Any]:
+    """Issue 35 item 4's measurement: the events table as ingest lays it out against a
+    copy with Delta liquid clustering on (type, time), OPTIMIZEd; (a) and (b) on both."""
+    plain = f"delta.`{warehouse / 'events'}`"
+    clustered = f"delta.`{warehouse / 'events_clustered'}`"
+    from delta.tables import DeltaTable
+
+    began = time.monotonic()
+    rows = spark.read.format("delta").load(str(warehouse / "events"))
+    (
+        DeltaTable.createIfNotExists(spark)
+        .location(str(warehouse / "events_clustered"))
+        .addColumns(rows.schema)
+        .clusterBy("type", "time")
+        .execute()
+    )
+    rows.write.format("delta").mode("append").save(str(warehouse / "events_clustered"))
+    copy_seconds = time.monotonic() - began
+    began = time.monotonic()
+    spark.sql(f"OPTIMIZE {clustered}")
+    optimize_seconds = time.monotonic() - began
+    figures: dict[str, Any] = {
+        "clustered_copy_seconds": round(copy_seconds, 1),
+        "optimize_seconds": round(optimize_seconds, 1),
+        "files": {
+            name: spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
+            for name, table in (("plain", plain), ("clustered", clustered))
+        },
+        "bytes": {
+            "plain": folder_bytes(warehouse / "events"),
+            "clustered": folder_bytes(warehouse / "events_clustered"),
+        },
+        "queries": {},
+    }
+    for name, sql in LAYOUT_QUERIES.items():
+        times: dict[str, list[float]] = {"plain": [], "clustered": []}
+        answers: dict[str, Any] = {}
+        for repeat in range(repeats):
+            order = ("plain", "clustered") if repeat % 2 == 0 else ("clustered", "plain")
+            for layout in order:
+                table = plain if layout == "plain" else clustered
+                began = time.monotonic()
+                answers[layout] = sorted(
+                    tuple(r) for r in spark.sql(sql.format(table=table)).collect()
+                )
+                times[layout].append(time.monotonic() - began)
+        p, c = statistics.median(times["plain"]), statistics.median(times["clustered"])
+        figures["queries"][name] = {
+            "plain_seconds": round(p, 2),
+            "clustered_seconds": round(c, 2),
+            "speedup": round(p / c, 2),
+            "same_answer": answers["plain"] == answers["clustered"],
+        }
+        print(f"layout {name}: plain {p:.2f} s, clustered {c:.2f} s", flush=True)
+    return figures
+
+
 def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -129,8 +196,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=5_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--days", type=int, default=5)
+    parser.add_argument(
+        "--layout-only",
+        type=Path,
+        help="only the layout comparison, on this warehouse of an earlier run (kept)",
+    )
     args = parser.parse_args(argv)
     settings = load_local_settings()
+    if args.layout_only is not None:
+        spark = build_spark_session(
+            settings.model_copy(update={"warehouse": args.layout_only}), app_name="layout-bench"
+        )
+        figures = compare_layouts(spark, args.layout_only.resolve(), args.repeats)
+        print(json.dumps(figures, indent=2))
+        return 0
     LocalBroker(settings).start()
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     topic = f"query-bench-{run_id.lower()}"
@@ -182,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         "events_table_bytes": folder_bytes(warehouse / "events"),
         "queries": {},
     }
+    results["layout"] = compare_layouts(spark, warehouse, args.repeats)
     for name in QUERIES:
         old, new = (statistics.median(seconds[name][w]) for w in ("old", "new"))
         results["queries"][name] = {
@@ -213,6 +293,23 @@ def main(argv: list[str] | None = None) -> int:
         f"ingest {results['ingest_seconds']} s; views registered in "
         f"{results['register_views_seconds']} s; events table "
         f"{results['events_table_bytes'] / 1e6:.0f} MB on disk",
+    ]
+    layout = results["layout"]
+    lines += [
+        "",
+        "| layout query | as ingest lays it out (s) | CLUSTER BY (type, time) + OPTIMIZE (s) "
+        "| speed-up | same answer |",
+        "|---|---|---|---|---|",
+    ]
+    for name, figures in layout["queries"].items():
+        lines.append(
+            f"| {name} | {figures['plain_seconds']} | {figures['clustered_seconds']} | "
+            f"{figures['speedup']} | {figures['same_answer']} |"
+        )
+    lines += [
+        "",
+        f"clustered copy {layout['clustered_copy_seconds']} s, OPTIMIZE "
+        f"{layout['optimize_seconds']} s; files {layout['files']}; bytes {layout['bytes']}",
     ]
     (out / f"query-bench-{run_id}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
