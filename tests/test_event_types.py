@@ -113,3 +113,36 @@ def test_a_type_with_one_shape_reports_no_change(
 
     assert info.changes() == []
     assert info.fields == {"n": "BIGINT"}
+
+
+def test_eventlake_types_prints_each_type_with_its_view_and_columns(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    create_topic(warehouse_settings, topic_name)
+    produce_all(warehouse_settings, topic_name, [_event("e1", "t.cli", {"n": 1, "s": "x"})])
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    result = CliRunner().invoke(
+        app, ["types", "--json", "--warehouse", str(warehouse_settings.warehouse)]
+    )
+
+    assert result.exit_code == 0, result.output
+    (shown,) = json.loads(result.output[result.output.index("[") :])
+    assert (shown["type"], shown["view"], shown["count"]) == ("t.cli", "type_t_cli", 1)
+    assert shown["fields"] == {"n": "BIGINT", "s": "STRING"}
+    assert shown["changes"] == []
+
+
+def test_eventlake_types_without_an_events_table_says_what_to_run(tmp_path: object) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    result = CliRunner().invoke(app, ["types", "--warehouse", str(tmp_path)])
+
+    assert result.exit_code != 0
+    assert "run `eventlake ingest` first" in result.output

@@ -94,12 +94,13 @@ def types_command(
         [
             info.type,
             str(info.count),
-            str(info.first_seen),
-            str(info.last_seen),
+            str(shown["first_seen"]),
+            str(shown["last_seen"]),
             info.view,
             ", ".join(f"{name} {kind}" for name, kind in info.fields.items()) or "-",
         ]
         for info in infos
+        for shown in [info.to_json()]
     ]
     columns = ["type", "events", "first seen", "last seen", "view", "columns from data"]
     typer.echo("\n".join(text_table(columns, cells)))
