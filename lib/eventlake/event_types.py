@@ -124,12 +124,16 @@ def inferred_fields(
                 SELECT e.type, e.data_json FROM {view} e JOIN newest n ON e.type = n.type
                 WHERE e.kafka_timestamp >= n.last - make_dt_interval(0, 0, 0, {seconds})
             ),
-            sized AS (SELECT type, count(*) AS n FROM recent GROUP BY type)
-            SELECT r.type, f.key, schema_of_variant_agg(f.value) AS field_type
-            FROM recent r JOIN sized z ON r.type = z.type,
-                LATERAL variant_explode(r.data_json) f
-            WHERE rand(35) * z.n < {int(sample_rows)} AND f.key IS NOT NULL
-            GROUP BY r.type, f.key
+            sized AS (SELECT type, count(*) AS n FROM recent GROUP BY type),
+            -- Sampled before the explode: Spark pushes no filter on rand() below it.
+            sampled AS (
+                SELECT r.type, r.data_json FROM recent r JOIN sized z ON r.type = z.type
+                WHERE rand(35) * z.n < {int(sample_rows)}
+            )
+            SELECT s.type, f.key, schema_of_variant_agg(f.value) AS field_type
+            FROM sampled s, LATERAL variant_explode(s.data_json) f
+            WHERE f.key IS NOT NULL
+            GROUP BY s.type, f.key
             """
         ).collect()
     fields: dict[str, dict[str, str]] = {}

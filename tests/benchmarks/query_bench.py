@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--days", type=int, default=5)
     parser.add_argument(
+        "--no-layout", dest="layout", action="store_false", help="skip the layout comparison"
+    )
+    parser.add_argument(
         "--layout-only",
         type=Path,
         help="only the layout comparison, on this warehouse of an earlier run (kept)",
@@ -261,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         "events_table_bytes": folder_bytes(warehouse / "events"),
         "queries": {},
     }
-    results["layout"] = compare_layouts(spark, warehouse, args.repeats)
+    if args.layout:
+        results["layout"] = compare_layouts(spark, warehouse, args.repeats)
     for name in QUERIES:
         old, new = (statistics.median(seconds[name][w]) for w in ("old", "new"))
         results["queries"][name] = {
@@ -294,23 +298,31 @@ def main(argv: list[str] | None = None) -> int:
         f"{results['register_views_seconds']} s; events table "
         f"{results['events_table_bytes'] / 1e6:.0f} MB on disk",
     ]
-    layout = results["layout"]
-    lines += [
-        "",
-        "| layout query | as ingest lays it out (s) | CLUSTER BY (type, time) + OPTIMIZE (s) "
-        "| speed-up | same answer |",
-        "|---|---|---|---|---|",
-    ]
-    for name, figures in layout["queries"].items():
+    layout = results.get("layout")
+    lines += (
+        []
+        if layout is None
+        else [
+            "",
+            "| layout query | as ingest lays it out (s) | CLUSTER BY (type, time) + OPTIMIZE (s) "
+            "| speed-up | same answer |",
+            "|---|---|---|---|---|",
+        ]
+    )
+    for name, figures in ({} if layout is None else layout["queries"]).items():
         lines.append(
             f"| {name} | {figures['plain_seconds']} | {figures['clustered_seconds']} | "
             f"{figures['speedup']} | {figures['same_answer']} |"
         )
-    lines += [
-        "",
-        f"clustered copy {layout['clustered_copy_seconds']} s, OPTIMIZE "
-        f"{layout['optimize_seconds']} s; files {layout['files']}; bytes {layout['bytes']}",
-    ]
+    lines += (
+        []
+        if layout is None
+        else [
+            "",
+            f"clustered copy {layout['clustered_copy_seconds']} s, OPTIMIZE "
+            f"{layout['optimize_seconds']} s; files {layout['files']}; bytes {layout['bytes']}",
+        ]
+    )
     (out / f"query-bench-{run_id}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
