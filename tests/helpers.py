@@ -9,7 +9,8 @@ from typing import Any
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.kafka import Record, produce_all, spark_kafka_options
+from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
 from eventlake.settings import Settings
 
 
@@ -97,3 +98,13 @@ def read_topic(spark: SparkSession, settings: Settings, topic: str) -> list[Any]
         .orderBy("partition", "offset")
         .collect()
     )
+
+
+def land(
+    spark: SparkSession, settings: Settings, topic: str, records: list[Record], **request: Any
+) -> IngestSummary:
+    """Create ``topic``, produce ``records`` to it and ingest it with ``request``'s
+    options (:class:`eventlake.ingest.IngestRequest`); the run's summary."""
+    create_topic(settings, topic)
+    produce_all(settings, topic, records)
+    return run_ingest(spark, settings, IngestRequest(topics=(topic,), **request))

@@ -18,7 +18,7 @@ from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, REJECTS_SCHEMA, ensure_table
-from tests.helpers import binary_headers, read_table
+from tests.helpers import binary_headers, land, read_table
 
 STRUCTURED = [("content-type", b"application/cloudevents+json")]
 
@@ -82,8 +82,8 @@ def test_json_data_is_a_variant_in_both_modes_for_every_json_media_type(
 def test_data_that_is_not_json_by_its_media_type_has_no_variant(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_all(
+    summary = land(
+        spark,
         warehouse_settings,
         topic_name,
         [
@@ -95,8 +95,6 @@ def test_data_that_is_not_json_by_its_media_type_has_no_variant(
             _structured("s-base64-untyped", data_base64=base64.b64encode(b"{}").decode()),
         ],
     )
-
-    summary = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
 
     landed = _landed(spark, warehouse_settings)
     assert len(landed) == 6
@@ -141,10 +139,7 @@ def test_tables_from_before_data_json_gain_the_column_without_a_rewrite(
         "delta"
     ).mode("append").save(str(events_path))
     files_before = set(DeltaRsTable(str(events_path)).file_uris())
-    create_topic(warehouse_settings, topic_name)
-    produce_all(warehouse_settings, topic_name, [_binary("new-1", b'{"x":1}', "application/json")])
-
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    land(spark, warehouse_settings, topic_name, [_binary("new-1", b'{"x":1}', "application/json")])
 
     landed = _landed(spark, warehouse_settings)
     assert landed["old-1"] == (None, None)
@@ -155,9 +150,7 @@ def test_tables_from_before_data_json_gain_the_column_without_a_rewrite(
 def test_delta_rs_reads_the_events_table_with_its_variant_as_a_binary_pair(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_all(warehouse_settings, topic_name, [_binary("v-1", b'{"k":"v"}', "application/json")])
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    land(spark, warehouse_settings, topic_name, [_binary("v-1", b'{"k":"v"}', "application/json")])
 
     table = DeltaRsTable(str(Path(warehouse_settings.table_path(EVENTS)))).to_pyarrow_table()
 
@@ -173,17 +166,16 @@ def test_the_state_table_holds_data_json_too(
 ) -> None:
     from eventlake.tables import state_path
 
-    create_topic(warehouse_settings, topic_name)
-    produce_all(
+    land(
+        spark,
         warehouse_settings,
         topic_name,
         [
             _binary("k1", b'{"v":1}', "application/json"),
             _binary("k1", b'{"v":2}', "application/json"),
         ],
+        state=True,
     )
-
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), state=True))
 
     state = spark.read.format("delta").load(str(state_path(warehouse_settings, topic_name)))
     assert [r["j"] for r in state.select(F.to_json("data_json").alias("j")).collect()] == [

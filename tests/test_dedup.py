@@ -103,6 +103,28 @@ class _Crash(RuntimeError):
     pass
 
 
+def _crash_before_the_events_commit(
+    spark: SparkSession,
+    settings: Settings,
+    request: IngestRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run ``request`` so that its batch stops after the rejects commit, before the events
+    commit (the crash window between the two), then put the commit back."""
+    events_path = str(settings.table_path(EVENTS))
+    commit = Ledger.commit
+
+    def crash_on_events(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
+        if path == events_path:
+            raise _Crash("between the rejects and the events commit")
+        return commit(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "commit", crash_on_events)
+    with pytest.raises(Exception, match="between the rejects and the events commit"):
+        run_ingest(spark, settings, request)
+    monkeypatch.setattr(Ledger, "commit", commit)
+
+
 def test_a_replay_after_a_crash_between_the_commits_keeps_each_records_first_fate(
     broker: LocalBroker,
     spark: SparkSession,
@@ -115,18 +137,9 @@ def test_a_replay_after_a_crash_between_the_commits_keeps_each_records_first_fat
     drop the events."""
     create_topic(warehouse_settings, topic_name)
     produce_all(warehouse_settings, topic_name, [_event("a"), _event("a"), _event("b")])
-    events_path = str(warehouse_settings.table_path(EVENTS))
-    commit = Ledger.commit
-
-    def crash_on_events(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
-        if path == events_path:
-            raise _Crash("between the rejects and the events commit")
-        return commit(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(Ledger, "commit", crash_on_events)
-    with pytest.raises(Exception, match="between the rejects and the events commit"):
-        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), dedup=True))
-    monkeypatch.setattr(Ledger, "commit", commit)
+    _crash_before_the_events_commit(
+        spark, warehouse_settings, IngestRequest(topics=(topic_name,), dedup=True), monkeypatch
+    )
 
     again = run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
 
@@ -150,18 +163,9 @@ def test_a_first_batch_stopped_between_its_commits_lands_its_events_on_the_next_
     produce_all(
         warehouse_settings, topic_name, [_event("a"), (b"k", None, []), _event("b"), _event("c")]
     )
-    events_path = str(warehouse_settings.table_path(EVENTS))
-    commit = Ledger.commit
-
-    def crash_on_events(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
-        if path == events_path:
-            raise _Crash("between the rejects and the events commit")
-        return commit(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(Ledger, "commit", crash_on_events)
-    with pytest.raises(Exception, match="between the rejects and the events commit"):
-        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    monkeypatch.setattr(Ledger, "commit", commit)
+    _crash_before_the_events_commit(
+        spark, warehouse_settings, IngestRequest(topics=(topic_name,)), monkeypatch
+    )
 
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
 

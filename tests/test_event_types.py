@@ -15,7 +15,7 @@ from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
-from tests.helpers import binary_headers, read_table
+from tests.helpers import binary_headers, land, read_table
 
 
 def _event(event_id: str, event_type: str, data: object) -> Record:
@@ -103,11 +103,12 @@ def test_the_type_report_says_when_a_types_shape_changed(
 def test_a_type_with_one_shape_reports_no_change(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_all(
-        warehouse_settings, topic_name, [_event(f"e{n}", "t.same", {"n": n}) for n in range(3)]
+    land(
+        spark,
+        warehouse_settings,
+        topic_name,
+        [_event(f"e{n}", "t.same", {"n": n}) for n in range(3)],
     )
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
 
     (info,) = event_types(spark, read_table(spark, warehouse_settings, EVENTS), sample_hours=1.0)
 
@@ -122,9 +123,7 @@ def test_eventlake_types_prints_each_type_with_its_view_and_columns(
 
     from eventlake.cli import app
 
-    create_topic(warehouse_settings, topic_name)
-    produce_all(warehouse_settings, topic_name, [_event("e1", "t.cli", {"n": 1, "s": "x"})])
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    land(spark, warehouse_settings, topic_name, [_event("e1", "t.cli", {"n": 1, "s": "x"})])
 
     result = CliRunner().invoke(
         app, ["types", "--json", "--warehouse", str(warehouse_settings.warehouse)]

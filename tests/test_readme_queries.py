@@ -12,12 +12,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka import Record
 from eventlake.local.broker import LocalBroker
 from eventlake.query import register_tables
 from eventlake.settings import PROJECT_ROOT, Settings
-from tests.helpers import binary_headers
+from tests.helpers import binary_headers, land
 
 PAID = "com.example.order.paid"
 
@@ -45,8 +44,8 @@ def _event(n: int, event_type: str, subject: str, time: str, amount: float) -> R
 def test_the_readmes_queries_run_and_answer(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_all(
+    land(
+        spark,
         warehouse_settings,
         topic_name,
         [
@@ -57,7 +56,6 @@ def test_the_readmes_queries_run_and_answer(
             _event(5, "com.example.order.created", "order/2", "2026-11-25T10:05:00Z", 0),
         ],
     )
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
     register_tables(spark, warehouse_settings)
     per_hour, paid, latest = _blocks("sql")
 
@@ -75,13 +73,12 @@ def test_the_readmes_queries_run_and_answer(
 def test_the_readmes_delta_rs_snippet_reads_the_events_table(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    produce_all(
+    land(
+        spark,
         warehouse_settings,
         topic_name,
         [_event(n, PAID, "order/1", "2026-11-25T10:00:00Z", 2.5) for n in range(4)],
     )
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
     (snippet,) = [block for block in _blocks("python") if "deltalake" in block]
     events = Path(warehouse_settings.table_path("events"))
     printed = io.StringIO()

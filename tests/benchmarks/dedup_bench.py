@@ -41,7 +41,9 @@ def repeating(records: Iterator[Record], every: int) -> Iterator[Record]:
         yield (key, value, headers)
 
 
-def ingest(warehouse: Path, topic: str, *, dedup: bool) -> tuple[float, str]:
+def bounded_ingest(warehouse: Path, topic: str, *, dedup: bool) -> tuple[float, str]:
+    """``eventlake ingest --ending-offsets latest`` of ``topic`` into ``warehouse`` as a
+    process of its own: its seconds and its summary line."""
     env = {**os.environ, "EVENTLAKE_WAREHOUSE": str(warehouse)}
     command = [
         str(Path(sys.executable).parent / "eventlake"),
@@ -72,14 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     fill_topic(settings, fresh, new_records, compact=False)
     scratch = settings.warehouse.parent / f"dedup-bench-{stamp}"
     base = scratch / "base"
-    seconds, line = ingest(base, landed, dedup=False)
+    seconds, line = bounded_ingest(base, landed, dedup=False)
     print(f"base: {seconds:.1f} s  {line}", flush=True)
     times: dict[str, list[float]] = {"plain": [], "dedup": []}
     for round_ in range(args.rounds):
         for name in ("plain", "dedup") if round_ % 2 == 0 else ("dedup", "plain"):
             warehouse = scratch / f"{name}-{round_}"
             shutil.copytree(base, warehouse)
-            seconds, line = ingest(warehouse, fresh, dedup=name == "dedup")
+            seconds, line = bounded_ingest(warehouse, fresh, dedup=name == "dedup")
             times[name].append(seconds)
             print(f"round {round_} {name}: {seconds:.1f} s  {line}", flush=True)
             shutil.rmtree(warehouse)

@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -46,6 +44,7 @@ from eventlake.query import register_tables
 from eventlake.settings import PROJECT_ROOT
 from eventlake.spark import build_spark_session
 from tests.benchmarks.bench import fill_topic
+from tests.benchmarks.dedup_bench import bounded_ingest
 
 TYPES: Final = tuple(
     f"com.example.order.{t}"
@@ -220,21 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     fill_topic(settings, topic, query_records(args.records, days=args.days), compact=False)
     print(f"produced {args.records} records in {time.monotonic() - started:.0f} s", flush=True)
-    env = {**os.environ, "EVENTLAKE_WAREHOUSE": str(warehouse)}
-    started = time.monotonic()
-    subprocess.run(
-        [
-            str(Path(sys.executable).parent / "eventlake"),
-            "ingest",
-            "--topic",
-            topic,
-            "--ending-offsets",
-            "latest",
-        ],
-        env=env,
-        check=True,
-    )
-    ingest_seconds = time.monotonic() - started
+    ingest_seconds, _ = bounded_ingest(warehouse, topic, dedup=False)
     job_settings = settings.model_copy(update={"warehouse": warehouse})
     spark = build_spark_session(job_settings, app_name="query-bench")
     started = time.monotonic()
