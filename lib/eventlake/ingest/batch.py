@@ -241,14 +241,24 @@ def _verdicts(
     """
     parts: list[DataFrame] = []
     if dedup_horizon is not None:
-        narrow = decode_records(missing).select(
-            *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
+        # Held: the oldest Kafka time below is read from it, not from Kafka again (a
+        # pass over the whole batch), and the duplicates' window and join run on it.
+        narrow = (
+            decode_records(missing)
+            .select(
+                *KAFKA_COORDINATES,
+                "kafka_timestamp",
+                "source",
+                "id",
+                "reject_reason",
+                "reject_detail",
+            )
+            .localCheckpoint(eager=True)
         )
         landed = None
         version = landed_version(events_path)
         if version is not None:
-            first_time = records.agg(F.min("timestamp")).first()
-            since = None if first_time is None else first_time[0]
+            since = narrow.agg(F.min("kafka_timestamp")).first()[0]  # type: ignore[index]
             if since is not None:
                 landed = earliest_landed(spark, events_path, version, since - dedup_horizon)
         marked = mark_duplicates(narrow, landed, dedup_horizon)
