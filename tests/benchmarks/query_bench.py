@@ -14,6 +14,9 @@ runs each query both ways, interleaved, ``--repeats`` times:
   the typed view's ``amount`` column;
 * (c) the latest ``amount`` per subject of one type: ``from_json`` against ``data_json``.
 
+and two floors no query beats (:data:`FLOORS`): a query Delta answers by skipping every
+file, and the count of (b)'s slice.
+
 (a) reads no data, so both of its ways are the same SQL: the figure is there for the
 layout comparison (issue 35 item 4), which this run does not make. Each figure is the
 median of the repeats, the results of both ways are checked equal, and the table's size
@@ -117,6 +120,17 @@ def query_records(count: int, *, days: int, seed: int = 7) -> Iterator[Record]:
                 json.dumps(body).encode(),
                 [("content-type", b"application/cloudevents+json")],
             )
+
+
+#: What no query over ``events`` beats, timed in the same session: one Delta answers by
+#: skipping every file (Spark's per-query cost: planning, the snapshot, one job), and the
+#: count of (b)'s slice (reading its type and time columns, none of the data).
+FLOORS: Final = {
+    "query_that_skips_every_file": """SELECT count(*) FROM events
+        WHERE time < TIMESTAMP '1970-01-02'""",
+    "count_of_b_slice": f"""SELECT count(*) FROM events WHERE type = '{PAID}'
+        AND time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
+}
 
 
 #: The layout comparison's queries (a) and (b), the new way, on a table named ``{table}``.
@@ -240,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"new {seconds[name]['new'][-1]:.2f} s",
                 flush=True,
             )
+    floors: dict[str, list[float]] = {name: [] for name in FLOORS}
+    for _ in range(args.repeats):
+        for name, sql in FLOORS.items():
+            began = time.monotonic()
+            spark.sql(sql).collect()
+            floors[name].append(time.monotonic() - began)
     results: dict[str, Any] = {
         "run_id": run_id,
         "records": args.records,
@@ -248,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         "register_views_seconds": round(register_seconds, 1),
         "events_table_bytes": folder_bytes(warehouse / "events"),
         "queries": {},
+        "floors": {name: round(statistics.median(v), 2) for name, v in floors.items()},
     }
     if args.layout:
         results["layout"] = compare_layouts(spark, warehouse, args.repeats)
@@ -282,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         f"ingest {results['ingest_seconds']} s; views registered in "
         f"{results['register_views_seconds']} s; events table "
         f"{results['events_table_bytes'] / 1e6:.0f} MB on disk",
+        "",
+        "floors (s): " + ", ".join(f"{name} {value}" for name, value in results["floors"].items()),
     ]
     layout = results.get("layout")
     lines += (
