@@ -61,7 +61,7 @@ def test_a_typed_view_has_the_datas_fields_as_typed_columns(
     types = dict(view.dtypes)
     assert (types["order"], types["amount"], types["data_id"]) == (
         "string",
-        "decimal(3,2)",
+        "decimal(38,2)",
         "bigint",
     )
     assert types["id"] == "string"  # the attribute keeps its name; the field is data_id
@@ -74,6 +74,26 @@ def test_a_typed_view_has_the_datas_fields_as_typed_columns(
         ("o-4", Decimal("4.25")),
     ]
     assert spark.table("type_com_example_order_shipped").columns.count("carrier") == 1
+
+
+def test_a_view_reads_a_decimal_larger_than_any_in_its_sample(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    paid = "com.example.order.paid"
+    produce_all(warehouse_settings, topic_name, [_event("old", paid, {"amount": 123.45})])
+    time.sleep(1.5)  # outside the sample: the newest second of Kafka time
+    produce_all(warehouse_settings, topic_name, [_event("new", paid, {"amount": 1.25})])
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    events = read_table(spark, warehouse_settings, EVENTS)
+
+    register_typed_views(spark, events, sample_hours=1 / 3600)
+
+    rows = spark.sql("SELECT id, amount FROM type_com_example_order_paid ORDER BY id").collect()
+    assert [(r["id"], r["amount"]) for r in rows] == [
+        ("new", Decimal("1.25")),
+        ("old", Decimal("123.45")),
+    ]
 
 
 def test_the_type_report_says_when_a_types_shape_changed(

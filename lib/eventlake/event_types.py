@@ -49,6 +49,21 @@ _SCALAR_TYPE: Final = re.compile(
     r"|TIMESTAMP|TIMESTAMP_NTZ|BINARY)$"
 )
 _SIMPLE_KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DECIMAL: Final = re.compile(r"^DECIMAL\((\d+),(\d+)\)$")
+
+
+def widened(field_type: str) -> str:
+    """The type a view reads a field as, given what the sample showed: a decimal with the
+    sample's digits after the point and all 38 digits Spark allows, since the sample's
+    precision (``DECIMAL(4,2)`` for amounts below 100) would read a larger value of an
+    event outside the sample as NULL. Any other type as it is.
+
+    Example:
+        >>> widened("DECIMAL(4,2)"), widened("BIGINT")
+        ('DECIMAL(38,2)', 'BIGINT')
+    """
+    decimal = _DECIMAL.match(field_type)
+    return field_type if decimal is None else f"DECIMAL(38,{decimal.group(2)})"
 
 
 def view_name(event_type: str) -> str:
@@ -106,14 +121,15 @@ def inferred_fields(
     sample_rows: int = SAMPLE_ROWS,
 ) -> dict[str, dict[str, str]]:
     """Per event type, its data's top-level fields and their Spark types, inferred with
-    ``schema_of_variant_agg`` over a sample of the type's newest events: those of the
-    last ``sample_hours`` of Kafka time before its newest one, of which about
+    ``schema_of_variant_agg`` (decimals :func:`widened`) over a sample of the type's
+    newest events: those of the last ``sample_hours`` of Kafka time before its newest
+    one, of which about
     ``sample_rows`` at random when there are more. Two scans of ``type`` and
     ``kafka_timestamp``, then one pass over the sample's data.
 
     Example:
         >>> inferred_fields(spark, events, sample_hours=1.0)
-        {'com.example.order.paid': {'amount': 'DECIMAL(5,2)', 'order': 'STRING'}}
+        {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
     """
     seconds = int(sample_hours * 3600)
     with _as_view(spark, events) as view:
@@ -138,7 +154,7 @@ def inferred_fields(
         ).collect()
     fields: dict[str, dict[str, str]] = {}
     for row in sorted(rows, key=lambda r: (r["type"], r["key"])):
-        fields.setdefault(row["type"], {})[row["key"]] = row["field_type"]
+        fields.setdefault(row["type"], {})[row["key"]] = widened(row["field_type"])
     return fields
 
 
