@@ -6,13 +6,23 @@ from __future__ import annotations
 import json
 import time
 from decimal import Decimal
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from eventlake.event_types import event_types, register_typed_views, view_name, view_names
+from eventlake.event_types import (
+    event_types,
+    fields_path,
+    load_fields,
+    register_typed_views,
+    save_fields,
+    view_name,
+    view_names,
+)
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
+from eventlake.query import register_tables
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
 from tests.helpers import binary_headers, land, read_table
@@ -154,6 +164,45 @@ def test_eventlake_types_prints_each_type_with_its_view_and_columns(
     assert (shown["type"], shown["view"], shown["count"]) == ("t.cli", "type_t_cli", 1)
     assert shown["fields"] == {"n": "BIGINT", "s": "STRING"}
     assert shown["changes"] == []
+
+
+def test_eventlake_types_keeps_the_columns_it_inferred_in_the_warehouse(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    land(spark, warehouse_settings, topic_name, [_event("e1", "t.kept", {"n": 1})])
+
+    result = CliRunner().invoke(app, ["types", "--warehouse", str(warehouse_settings.warehouse)])
+
+    assert result.exit_code == 0, result.output
+    assert load_fields(fields_path(warehouse_settings.warehouse)) == {"t.kept": {"n": "BIGINT"}}
+
+
+def test_views_take_a_known_types_columns_from_the_warehouse_and_infer_a_new_one(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    records = [_event("k1", "t.known", {"n": 1}), _event("u1", "t.new", {"s": "x"})]
+    land(spark, warehouse_settings, topic_name, records)
+    kept = fields_path(warehouse_settings.warehouse)
+    # What an earlier inference kept: another column than the data would give now.
+    save_fields(kept, {"t.known": {"m": "STRING"}})
+
+    register_tables(spark, warehouse_settings)
+
+    assert spark.table("type_t_known").columns.count("m") == 1
+    assert "n" not in spark.table("type_t_known").columns
+    assert dict(spark.table("type_t_new").dtypes)["s"] == "string"
+
+
+def test_fields_kept_in_a_file_that_is_not_ours_are_inferred_again(tmp_path: Path) -> None:
+    kept = fields_path(tmp_path)
+    kept.parent.mkdir(parents=True)
+    for text in ("not json", "[]", '{"types": 3}', '{"other": {}}'):
+        kept.write_text(text)
+        assert load_fields(kept) == {}, text
 
 
 def test_eventlake_types_without_an_events_table_says_what_to_run(tmp_path: object) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -10,6 +11,7 @@ from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eventlake.cli import app
+from eventlake.event_types import fields_path, load_fields
 from eventlake.kafka import create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.maintenance import (
@@ -23,7 +25,7 @@ from eventlake.maintenance import (
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state
 from eventlake.tables import state_path
-from tests.helpers import append_small_files, delta_operations, keyed_events
+from tests.helpers import append_small_files, binary_headers, delta_operations, keyed_events, land
 
 TWO_DAYS_MS = 2 * 24 * 3600 * 1000
 
@@ -155,7 +157,10 @@ def test_run_maintenance_optimizes_every_table_and_sums_up(
         report=lines.append,
     )
 
-    assert lines == [r.line() for r in summary.tables]
+    assert lines == [
+        *[r.line() for r in summary.tables],
+        "types: the events table has no data_json column yet (the next ingest adds it)",
+    ]
     assert summary.line().startswith(
         "maintenance: tables=1 compacted=3 removed=3 state_topics=0 at_risk=0 reconciled=0"
     )
@@ -179,6 +184,22 @@ def test_run_maintenance_goes_on_with_the_tables_when_the_sweep_fails(
     assert summary.sweep_failed
     assert "error: compaction sweep failed; OPTIMIZE/VACUUM run anyway" in lines
     assert [r.table for r in summary.tables] == ["events", f"state/{topic_name}"]
+
+
+def test_run_maintenance_keeps_the_typed_views_columns_of_every_type(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    paid = json.dumps({"amount": 12.5, "order": "o-1"}).encode()
+    headers = [*binary_headers("p1", type_="order.paid"), ("content-type", b"application/json")]
+    land(spark, warehouse_settings, topic_name, [(b"o-1", paid, headers)])
+    lines: list[str] = []
+
+    run_maintenance(spark, warehouse_settings, MaintenanceRequest(), report=lines.append)
+
+    assert lines[-1] == "types: the columns of 1 event types inferred (typed views)"
+    assert load_fields(fields_path(warehouse_settings.warehouse)) == {
+        "order.paid": {"amount": "DECIMAL(38,1)", "order": "STRING"}
+    }
 
 
 def test_maintain_command_refuses_a_low_retention_before_starting_spark() -> None:

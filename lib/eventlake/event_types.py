@@ -13,6 +13,12 @@ table.
 :func:`event_types` reports per type its count, first and last event, the inferred
 fields, and when its shape changed (a field appeared, disappeared or changed kind).
 
+Inference reads each type's newest events, which costs seconds on a large table (~22 s
+on 5M events here), so its result is kept in the warehouse (:func:`fields_path`,
+written by ``eventlake types`` and by the maintenance job, :func:`save_fields`): a
+session registers the views of the types it knows from there at once and infers only
+the types that are new since.
+
 Example:
     >>> register_typed_views(spark, events, sample_hours=1.0)
     {'type_com_example_order_paid': 'com.example.order.paid'}
@@ -22,23 +28,28 @@ Example:
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import CONTEXT_ATTRIBUTES
+from eventlake.files import write_atomically
 
 #: Columns of every typed view besides the data's fields, in order.
 VIEW_ATTRIBUTES: Final = (*CONTEXT_ATTRIBUTES, "extensions")
 VIEW_KAFKA_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 VIEW_PREFIX: Final = "type_"
+#: Where, under the warehouse, the inferred fields of every type are kept.
+FIELDS_FILE: Final = Path("_types") / "fields.json"
 #: About how many of a type's newest events its view's columns are inferred from.
 SAMPLE_ROWS: Final = 20_000
 
@@ -113,25 +124,71 @@ def _as_view(spark: SparkSession, events: DataFrame) -> Iterator[str]:
         spark.catalog.dropTempView(name)
 
 
+def fields_path(warehouse: Path) -> Path:
+    """Where the warehouse keeps the inferred fields of its event types.
+
+    Example:
+        >>> fields_path(Path("/wh"))
+        PosixPath('/wh/_types/fields.json')
+    """
+    return warehouse / FIELDS_FILE
+
+
+def save_fields(path: Path, fields: dict[str, dict[str, str]]) -> None:
+    """Keep ``fields`` (per type, field -> Spark type, as :func:`inferred_fields` gives
+    them) at ``path``, replacing what was there, in one step.
+
+    Example:
+        >>> save_fields(fields_path(settings.warehouse), inferred_fields(spark, events, ...))
+    """
+    document = {"inferred_at": datetime.now(UTC).isoformat(timespec="seconds"), "types": fields}
+    write_atomically(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def load_fields(path: Path) -> dict[str, dict[str, str]]:
+    """The fields kept at ``path`` by :func:`save_fields`; none when there is no such
+    file or it is not one that :func:`save_fields` wrote (they are then inferred again).
+
+    Example:
+        >>> load_fields(fields_path(settings.warehouse))
+        {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
+    """
+    try:
+        types = json.loads(path.read_text(encoding="utf-8"))["types"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    if not isinstance(types, dict):
+        return {}
+    return {
+        name: {str(k): str(v) for k, v in fields.items()}
+        for name, fields in types.items()
+        if isinstance(fields, dict)
+    }
+
+
 def inferred_fields(
     spark: SparkSession,
     events: DataFrame,
     *,
     sample_hours: float,
     sample_rows: int = SAMPLE_ROWS,
+    only: Collection[str] | None = None,
 ) -> dict[str, dict[str, str]]:
     """Per event type, its data's top-level fields and their Spark types, inferred with
     ``schema_of_variant_agg`` (decimals :func:`widened`) over a sample of the type's
     newest events: those of the last ``sample_hours`` of Kafka time before its newest
     one, of which about
     ``sample_rows`` at random when there are more. Two scans of ``type`` and
-    ``kafka_timestamp``, then one pass over the sample's data.
+    ``kafka_timestamp``, then one pass over the sample's data. ``only``: these types
+    alone.
 
     Example:
         >>> inferred_fields(spark, events, sample_hours=1.0)
         {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
     """
     seconds = int(sample_hours * 3600)
+    if only is not None:
+        events = events.where(F.col("type").isin(sorted(only)))
     with _as_view(spark, events) as view:
         rows = spark.sql(
             f"""
@@ -185,17 +242,25 @@ def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> Da
 
 
 def register_typed_views(
-    spark: SparkSession, events: DataFrame, *, sample_hours: float
+    spark: SparkSession,
+    events: DataFrame,
+    *,
+    sample_hours: float,
+    known: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, str]:
     """Register :func:`typed_view` of every event type in ``events`` as a temporary
-    view named by :func:`view_names`; returns view name -> type.
+    view named by :func:`view_names`; returns view name -> type. The fields of a type
+    in ``known`` (:func:`load_fields`) are taken from there; the others are inferred.
 
     Example:
         >>> register_typed_views(spark, events, sample_hours=1.0)
         {'type_com_example_order_paid': 'com.example.order.paid'}
     """
-    fields = inferred_fields(spark, events, sample_hours=sample_hours)
     types = [r["type"] for r in events.select("type").distinct().collect() if r["type"]]
+    fields = dict(known or {})
+    new = [t for t in types if t not in fields]
+    if new:
+        fields.update(inferred_fields(spark, events, sample_hours=sample_hours, only=new))
     registered: dict[str, str] = {}
     for event_type, name in view_names(types).items():
         typed_view(events, event_type, fields.get(event_type, {})).createOrReplaceTempView(name)

@@ -8,7 +8,8 @@ compaction sweep that reconciles state tables which may have missed tombstones.
   168 hours (7 days) is refused unless explicitly allowed: below it, VACUUM can delete
   files that a running stream or a reader of an older version still needs.
 * :func:`run_maintenance` (``eventlake maintain``, the maintenance DAG's job) runs the
-  sweep below, then both of the above, and sums them up in one line.
+  sweep below, then both of the above, then :func:`refresh_type_fields`, and sums them
+  up in one line.
 * :func:`compaction_sweep` runs :func:`eventlake.compaction.check_compaction` for each
   state topic and, when the state table may have missed deletions and
   ``auto_reconcile`` is on, :func:`eventlake.state.reconcile_state`.
@@ -347,6 +348,29 @@ class MaintenanceSummary:
         )
 
 
+def refresh_type_fields(spark: SparkSession, settings: Settings) -> str:
+    """Infer the typed views' columns of every event type again and keep them in the
+    warehouse (:func:`eventlake.event_types.save_fields`), so that ``eventlake query``
+    follows a type whose shape changed; one line saying what was done.
+
+    Example:
+        >>> refresh_type_fields(spark, settings)
+        'types: the columns of 3 event types inferred (typed views)'
+    """
+    from eventlake.event_types import fields_path, inferred_fields, save_fields
+    from eventlake.tables import EVENTS, is_delta_table
+
+    path = settings.table_path(EVENTS)
+    if not is_delta_table(path):
+        return "types: no events table yet"
+    events = spark.read.format("delta").load(str(path))
+    if not {"type", "data_json"} <= set(events.columns):
+        return "types: the events table has no data_json column yet (the next ingest adds it)"
+    fields = inferred_fields(spark, events, sample_hours=settings.type_sample_hours)
+    save_fields(fields_path(settings.warehouse), fields)
+    return f"types: the columns of {len(fields)} event types inferred (typed views)"
+
+
 def run_maintenance(
     spark: SparkSession,
     settings: Settings,
@@ -354,7 +378,8 @@ def run_maintenance(
     report: Callable[[str], None] = print,
 ) -> MaintenanceSummary:
     """The compaction sweep of the state tables (reconciling those at risk when asked),
-    then OPTIMIZE and VACUUM of every table; each step's line goes to ``report``.
+    then OPTIMIZE and VACUUM of every table, then the typed views' columns inferred
+    again (:func:`refresh_type_fields`); each step's line goes to ``report``.
 
     A failing sweep (e.g. the broker down) does not stop the table maintenance: its
     traceback is reported and ``sweep_failed`` set.
@@ -388,6 +413,8 @@ def run_maintenance(
     )
     for table in tables:
         report(table.line())
+    if not request.dry_run:
+        report(refresh_type_fields(spark, settings))
     return MaintenanceSummary(
         tables=tuple(tables),
         sweeps=tuple(sweeps),

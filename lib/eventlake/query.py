@@ -16,7 +16,7 @@ import re
 from pyspark.sql import SparkSession
 
 from eventlake.duplicates import UNIQUE_VIEW, unique_events
-from eventlake.event_types import register_typed_views
+from eventlake.event_types import fields_path, load_fields, register_typed_views
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, warehouse_tables
 from eventlake.text_table import text_table
@@ -25,7 +25,8 @@ from eventlake.text_table import text_table
 def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = True) -> list[str]:
     """Register every Delta table under the warehouse by name (state/<topic> as
     state_<topic>), then ``events_unique`` and, unless ``typed`` is false, the typed
-    view of every event type (one pass over each type's newest events to infer them).
+    view of every event type (its fields as the warehouse keeps them, or inferred from
+    its newest events for a type new since ``eventlake types`` or maintenance ran).
 
     Example:
         >>> register_tables(spark, settings)
@@ -41,7 +42,12 @@ def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = Tr
             unique_events(frame).createOrReplaceTempView(UNIQUE_VIEW)
             names.append(UNIQUE_VIEW)
             if typed:
-                views = register_typed_views(spark, frame, sample_hours=settings.type_sample_hours)
+                views = register_typed_views(
+                    spark,
+                    frame,
+                    sample_hours=settings.type_sample_hours,
+                    known=load_fields(fields_path(settings.warehouse)),
+                )
                 names.extend(views)
     return names
 

@@ -73,8 +73,9 @@ def types_command(
 ) -> None:
     """List the event types in the events table: count, first and last event (Kafka
     time), the typed view and its columns, and when a type's shape changed (a field
-    appeared, disappeared or changed kind)."""
-    from eventlake.event_types import event_types
+    appeared, disappeared or changed kind). The columns inferred here are kept in the
+    warehouse: `eventlake query` reads them instead of inferring them again."""
+    from eventlake.event_types import event_types, fields_path, save_fields
     from eventlake.spark import SETUP_ERRORS, build_spark_session
     from eventlake.tables import EVENTS, is_delta_table
     from eventlake.text_table import text_table
@@ -87,6 +88,7 @@ def types_command(
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
     infos = event_types(spark, events, sample_hours=settings.type_sample_hours)
+    save_fields(fields_path(settings.warehouse), {info.type: info.fields for info in infos})
     if as_json:
         typer.echo(json.dumps([info.to_json() for info in infos], indent=2))
         return
