@@ -223,6 +223,16 @@ def test_rejects_rate_observed_value_states_rate_and_counts(first_run: CliRun) -
     assert row.observed_value == "0.2308 (3 of 13 records rejected)"
 
 
+def test_a_failed_checks_observed_value_shows_the_offending_values(first_run: CliRun) -> None:
+    (row,) = _rows(first_run, BAD, CheckName.SOURCE_URI_REFERENCE)
+    assert row.observed_value == "1 of 10 rows; e.g. 'not a uri'"
+
+
+def test_a_passed_checks_observed_value_counts_the_rows(first_run: CliRun) -> None:
+    (good,) = _rows(first_run, GOOD, CheckName.SOURCE_URI_REFERENCE)
+    assert good.observed_value == "0 of 5 rows"
+
+
 def test_failed_error_check_exits_1_and_summary_names_it(first_run: CliRun) -> None:
     assert first_run.exit_code == 1
     failed = [line for line in first_run.output.splitlines() if "FAILED" in line]

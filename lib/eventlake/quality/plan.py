@@ -49,7 +49,18 @@ from eventlake.quality.patterns import (
     MEDIA_TYPE_PATTERN,
     URI_REFERENCE_PATTERN,
 )
+from eventlake.tables import KAFKA_COORDINATES
 
+#: The events table's columns that the checks read (and the coordinates of their samples):
+#: a run reads and holds only these, never the data or the raw record.
+CHECKED_COLUMNS: Final = (
+    *REQUIRED_ATTRIBUTES,
+    "time",
+    "datacontenttype",
+    "dataschema",
+    "extensions",
+    *KAFKA_COORDINATES,
+)
 #: Derived columns the expectations look at besides the table's own.
 OCCURRENCES: Final = "source_id_occurrences"
 INVALID_EXTENSION_NAMES: Final = "invalid_extension_names"

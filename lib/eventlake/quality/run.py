@@ -44,7 +44,7 @@ from eventlake.quality.config import (
     load_quality_config,
 )
 from eventlake.quality.gx import Validator
-from eventlake.quality.plan import with_occurrences
+from eventlake.quality.plan import CHECKED_COLUMNS, with_occurrences
 from eventlake.quality.request import CheckRequest, QualityError
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
 from eventlake.quality.slices import read_slice
@@ -96,7 +96,8 @@ def run_checks(
     description = events_slice.describe(request.table) + (
         f", {rejects_slice.describe(REJECTS)}" if rejects_slice else ", rejects absent"
     )
-    events = events_slice.frame
+    # Only what the checks read: the slice is held for all of them, without its data.
+    events = events_slice.frame.select(*CHECKED_COLUMNS)
     rejects = (
         # Only the ingest job's rejects: republish records its own reads of a topic too.
         # (Rows written before rejected_by existed have it null; they were ingest's.)

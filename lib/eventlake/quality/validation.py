@@ -1,8 +1,10 @@
 """Validating a run's slice: each topic's events suite and the rejects-rate suite run
 through GX, their outcomes turned into :class:`CheckResult` rows in plan order.
 
-For a failed check its condition runs again in Spark and the first ``SAMPLE_SIZE`` Kafka
-coordinates of offending rows are kept, so a person can find the records.
+GX computes the counts of every expectation of a suite together; for a failed check
+its condition runs again in Spark and the first ``SAMPLE_SIZE`` Kafka coordinates of
+offending rows are kept, so a person can find the records, with their values of the
+checked column as examples.
 """
 
 from __future__ import annotations
@@ -50,32 +52,42 @@ _STATS_SCHEMA: Final = StructType(
 )
 
 
-def _observed(result: Mapping[str, Any]) -> str:
+#: Distinct offending values a failed check's observed value shows at most.
+EXAMPLES: Final = 3
+
+
+def _observed(result: Mapping[str, Any], examples: tuple[Any, ...] = ()) -> str:
     if "observed_value" in result:
         return str(result["observed_value"])
     unexpected = result.get("unexpected_count")
     if unexpected is None:
         return ""
     text = f"{unexpected} of {result.get('element_count')} rows"
-    examples = []
-    for value in result.get("partial_unexpected_list") or []:
-        shown = "null" if value is None else repr(value)
-        if shown not in examples:
-            examples.append(clip(shown, 40))
-        if len(examples) == 3:
+    shown: list[str] = []
+    for value in examples:
+        value_text = clip("null" if value is None else repr(value), 40)
+        if value_text not in shown:
+            shown.append(value_text)
+        if len(shown) == EXAMPLES:
             break
-    return text + (f"; e.g. {', '.join(examples)}" if examples and unexpected else "")
+    return text + (f"; e.g. {', '.join(shown)}" if shown and unexpected else "")
 
 
-def _sample(frame: DataFrame, condition: Column) -> tuple[Coordinate, ...]:
+def _sample(
+    frame: DataFrame, condition: Column, column: str | None = None
+) -> tuple[tuple[Coordinate, ...], tuple[Any, ...]]:
+    """The first :data:`SAMPLE_SIZE` offending rows' Kafka coordinates and, with
+    ``column``, their values of it: one small job, run only for a check that failed."""
+    shown = [] if column is None else [F.col(column).alias("_value")]
     rows = (
         frame.where(condition)
-        .select(*KAFKA_COORDINATES)
+        .select(*KAFKA_COORDINATES, *shown)
         .orderBy(*KAFKA_COORDINATES)
         .limit(SAMPLE_SIZE)
         .collect()
     )
-    return tuple((r["kafka_topic"], r["kafka_partition"], r["kafka_offset"]) for r in rows)
+    coordinates = tuple((r["kafka_topic"], r["kafka_partition"], r["kafka_offset"]) for r in rows)
+    return coordinates, tuple(r["_value"] for r in rows) if column is not None else ()
 
 
 def check_topic(
@@ -116,8 +128,10 @@ def check_topic(
         error = exception_message(result.exception_info)
         success = bool(result.success) and error is None
         sample: tuple[Coordinate, ...] = ()
+        examples: tuple[Any, ...] = ()
         if not success and error is None and plan.unexpected is not None:
-            sample = _sample(frame, plan.unexpected)
+            column = plan.expectation.configuration.kwargs.get("column")
+            sample, examples = _sample(frame, plan.unexpected, column)
         results.append(
             CheckResult(
                 topic=topic,
@@ -125,7 +139,9 @@ def check_topic(
                 expectation=expectation_label(result.expectation_config),
                 severity=plan.severity,
                 success=success,
-                observed_value=f"error: {clip(error, 200)}" if error else _observed(details),
+                observed_value=f"error: {clip(error, 200)}"
+                if error
+                else _observed(details, examples),
                 unexpected_count=details.get("unexpected_count"),
                 unexpected_sample=sample,
             )
@@ -181,7 +197,7 @@ def check_rejects_rates(
         success = bool(result.success) and error is None
         sample: tuple[Coordinate, ...] = ()
         if not success and error is None:
-            sample = _sample(rejects, F.col("kafka_topic") == topic)
+            sample, _ = _sample(rejects, F.col("kafka_topic") == topic)
         results.append(
             CheckResult(
                 topic=topic,
