@@ -15,8 +15,11 @@ from pyspark.sql import functions as F
 
 from eventlake.settings import Settings
 from eventlake.spark import (
+    DRIVER_GC,
+    SMALL_MACHINE_JIT,
     MissingJarsError,
     computed_once,
+    driver_jvm_options,
     driver_on_loopback,
     is_cluster_master,
     release,
@@ -68,10 +71,36 @@ def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Sett
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
 
 
+def test_a_local_master_on_a_small_machine_gets_the_shallow_jit(settings: Settings) -> None:
+    unset = settings.model_copy(update={"driver_java_options": None, "spark_master": "local[*]"})
+
+    assert driver_jvm_options(unset, cores=2) == f"{DRIVER_GC} {SMALL_MACHINE_JIT}"
+
+
+def test_a_larger_machine_keeps_the_jvms_own_jit(settings: Settings) -> None:
+    unset = settings.model_copy(update={"driver_java_options": None, "spark_master": "local[*]"})
+
+    assert driver_jvm_options(unset, cores=16) == DRIVER_GC
+
+
+def test_a_cluster_driver_keeps_the_jvms_own_jit(settings: Settings) -> None:
+    cluster = settings.model_copy(
+        update={"driver_java_options": None, "spark_master": "spark://10.0.0.5:7077"}
+    )
+
+    assert driver_jvm_options(cluster, cores=2) == DRIVER_GC
+
+
+def test_driver_java_options_replace_the_machines_choice(settings: Settings) -> None:
+    chosen = settings.model_copy(update={"driver_java_options": "-XX:+UseG1GC"})
+
+    assert driver_jvm_options(chosen, cores=2) == "-XX:+UseG1GC"
+
+
 def test_the_default_driver_java_options_start_this_jvm() -> None:
     # The tests give their job processes other options, so a flag this JDK refuses
     # would otherwise first show in make demo or a user's job.
-    default = Settings.model_fields["driver_java_options"].default
+    default = f"{DRIVER_GC} {SMALL_MACHINE_JIT}"
     java = shutil.which(
         "java", path=os.pathsep.join([f"{os.environ.get('JAVA_HOME', '')}/bin", os.environ["PATH"]])
     )

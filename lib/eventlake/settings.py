@@ -70,14 +70,11 @@ class Settings(BaseSettings):
     )
     spark_master: str = Field(default="local[*]", description="Spark master URL.")
     driver_memory: str = Field(default="2g", description="Spark driver memory.")
-    driver_java_options: str = Field(
-        # A job of a million events spent a third of its CPU in the C2 compiler thread,
-        # which on two cores competes with the tasks: shallower inlining makes C2's work
-        # smaller, and the throughput collector suits a batch's short-lived garbage.
-        # Measured: eventlake ingest of 1M events 25.8 -> 22.8 s, of 3M 41.5 -> 36.6 s.
-        default="-XX:+UseParallelGC -XX:MaxInlineLevel=5 -XX:InlineSmallCode=500",
+    driver_java_options: str | None = Field(
+        default=None,
         description="JVM options of the Spark driver (GC, JIT), added to "
-        "spark.driver.extraJavaOptions; a value replaces the default whole.",
+        "spark.driver.extraJavaOptions; a value replaces the choice whole. Unset: chosen "
+        "for the machine (eventlake.spark.driver_jvm_options).",
     )
     class_archive: Path | None = Field(
         default=PROJECT_ROOT / "var" / "jvm" / "spark-driver.jsa",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from eventlake.class_archive import DUMP_TO_ENV, FINGERPRINT_SUFFIX, fingerprint
 from eventlake.settings import Settings, load_settings
-from eventlake.spark import build_spark_session, spark_jars
+from eventlake.spark import build_spark_session, driver_jvm_options, spark_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -52,7 +52,7 @@ def build_archive(settings: Settings, *, timeout: float = 600.0) -> Path:
             # environment's: the jars, and the JVM options the driver starts with.
             "EVENTLAKE_JARS_DIR": str(settings.jars_dir),
             "EVENTLAKE_LOG_CONFIG": str(settings.log_config),
-            "EVENTLAKE_DRIVER_JAVA_OPTIONS": settings.driver_java_options,
+            "EVENTLAKE_DRIVER_JAVA_OPTIONS": driver_jvm_options(settings),
         }
         run = subprocess.run(
             [sys.executable, "-m", "eventlake.local.class_archive", scratch],
