@@ -313,7 +313,8 @@ def release(held: DataFrame) -> None:
         >>> release(held.where("kafka_offset > 10"))
     """
     # A checkpointed frame's plan is a LogicalRDD over the RDD whose blocks hold the
-    # rows; a derived frame has it among its leaves.
+    # rows; a derived frame has it among its leaves. A Spark internal
+    # (eventlake.engine_versions lists it with its test).
     leaves = held._jdf.queryExecution().analyzed().collectLeaves()
     for index in range(leaves.size()):
         leaf = leaves.apply(index)
