@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import deltalake
@@ -12,6 +13,16 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+    VariantType,
+)
 
 from eventlake.settings import Settings
 from eventlake.spark import (
@@ -22,6 +33,7 @@ from eventlake.spark import (
     driver_jvm_options,
     driver_on_loopback,
     is_cluster_master,
+    local_rows,
     release,
     session_conf,
     spark_conf,
@@ -262,3 +274,39 @@ def test_release_frees_the_rows_under_a_frame_derived_from_a_held_one(
     held = computed_once(spark.range(1000).repartition(3))
     release(held.where("id > 10"))
     assert _held_blocks(spark, held) == 0
+
+
+def test_local_rows_builds_nested_rows_without_a_python_worker(spark: SparkSession) -> None:
+    schema = StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("at", TimestampType()),
+            StructField(
+                "sample",
+                ArrayType(
+                    StructType([StructField("p", IntegerType()), StructField("o", LongType())])
+                ),
+            ),
+        ]
+    )
+    at = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+    frame = local_rows(
+        spark, [("a", at, [(0, 7), (1, 8)]), {"topic": "b", "at": None, "sample": []}], schema
+    )
+
+    assert frame.schema == schema
+    assert [tuple(r) for r in frame.collect()] == [
+        ("a", at.replace(tzinfo=None), [(0, 7), (1, 8)]),
+        ("b", None, []),
+    ]
+    # createDataFrame's plan: a scan of an RDD that Python workers unpickle.
+    assert "ExistingRDD" not in frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_local_rows_of_nothing_has_the_schema_and_no_rows(spark: SparkSession) -> None:
+    schema = StructType([StructField("v", VariantType()), StructField("n", LongType())])
+
+    frame = local_rows(spark, [], schema)
+
+    assert (frame.schema, frame.count()) == (schema, 0)

@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 
 from eventlake.kafka import check_topic_name
 from eventlake.settings import Settings
-from eventlake.spark import computed_once
+from eventlake.spark import computed_once, local_rows
 
 T = TypeVar("T")
 
@@ -277,7 +277,7 @@ def rows_added_by(
     if any(add.get("deletionVector") for add in adds):
         return None
     if not adds:
-        return spark.createDataFrame([], schema)
+        return local_rows(spark, [], schema)
     files = [_data_file(path, add["path"]) for add in adds]
     return spark.read.schema(schema).parquet(*files)
 

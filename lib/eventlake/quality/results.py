@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from eventlake.quality.config import CheckName, Severity
 from eventlake.quality.request import CheckRequest
 from eventlake.settings import Settings
+from eventlake.spark import local_rows
 from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA
 from eventlake.text_table import text_table
 
@@ -147,7 +148,7 @@ def write_results(
         for r in report.results
     ]
     if rows:
-        spark.createDataFrame(rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").save(
+        local_rows(spark, rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").save(
             str(settings.table_path(DQ_RESULTS))
         )
 

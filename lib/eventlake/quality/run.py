@@ -50,7 +50,8 @@ from eventlake.quality.results import CheckReport, last_checked_versions, write_
 from eventlake.quality.slices import read_slice
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
-from eventlake.tables import REJECTS, rejected_by_ingest
+from eventlake.spark import local_rows
+from eventlake.tables import REJECTS, REJECTS_SCHEMA, rejected_by_ingest
 
 
 def _topic_counts(frame: DataFrame) -> dict[str, int]:
@@ -103,7 +104,7 @@ def run_checks(
         # (Rows written before rejected_by existed have it null; they were ingest's.)
         rejects_slice.frame.where(rejected_by_ingest())
         if rejects_slice
-        else spark.createDataFrame([], "kafka_topic string, kafka_partition int, kafka_offset long")
+        else local_rows(spark, [], REJECTS_SCHEMA)
     )
     if request.topic is not None:
         events = events.where(F.col("kafka_topic") == request.topic)

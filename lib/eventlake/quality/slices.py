@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.quality.request import QualityError
+from eventlake.spark import local_rows
 
 
 @dataclass(frozen=True)
@@ -123,13 +124,13 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
     if after is None:
         return TableSlice(snapshot, end)
     if after >= end:
-        return TableSlice(spark.createDataFrame([], snapshot.schema), end, after)
+        return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
     commits = _read_commits(table, after + 1, end)
     if commits is None:
         return TableSlice(snapshot, end, note=f"log of v{after + 1} expired: whole table")
     files = new_data_files(commits)
     if not files:
-        return TableSlice(spark.createDataFrame([], snapshot.schema), end, after)
+        return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
     detail = delta_table.detail().select("partitionColumns", "properties").first()
     partitioned = bool(detail and detail["partitionColumns"])
     properties = (detail["properties"] if detail else None) or {}

@@ -38,6 +38,7 @@ from eventlake.quality.gx import (
 )
 from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks, with_topic_columns
 from eventlake.quality.results import CheckResult, Coordinate, clip
+from eventlake.spark import local_rows
 from eventlake.tables import EVENTS, KAFKA_COORDINATES
 
 SAMPLE_SIZE: Final = 10
@@ -185,7 +186,7 @@ def check_rejects_rates(
                 meta={"eventlake_check": CheckName.REJECTS_RATE.value, PLAN_INDEX: index},
             )
         )
-    frame = rejects.sparkSession.createDataFrame(rows, _STATS_SCHEMA)
+    frame = local_rows(rejects.sparkSession, rows, _STATS_SCHEMA)
     outcome = validator.validate(
         f"{EVENTS}.rejects_rate", validator.stats_batch, expectations, frame, {}
     )
