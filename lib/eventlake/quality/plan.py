@@ -89,9 +89,17 @@ def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: b
     table_keys = table_frame.select(*keys)
     if not whole:
         table_keys = table_keys.join(slice_frame.select(*keys).distinct(), keys, "left_semi")
-    counts = table_keys.groupBy(*keys).agg(F.count(F.lit(1)).alias(OCCURRENCES))
+    # Only the repeated keys are joined back: few, so Spark broadcasts them at run time
+    # instead of shuffling the slice.
+    repeated = (
+        table_keys.groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias(OCCURRENCES))
+        .where(F.col(OCCURRENCES) > 1)
+    )
+    joined = slice_frame.join(repeated, keys, "left")
     # Null keys match nothing and stay null: the not-null checks report those rows.
-    return slice_frame.join(counts, keys, "left")
+    has_key = F.col("source").isNotNull() & F.col("id").isNotNull()
+    return joined.withColumn(OCCURRENCES, F.when(has_key, F.coalesce(F.col(OCCURRENCES), F.lit(1))))
 
 
 def with_topic_columns(frame: DataFrame, rules: TopicRules) -> DataFrame:
