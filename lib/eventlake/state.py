@@ -151,12 +151,13 @@ def _merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
 
 def _merge_latest(
     spark: SparkSession, path: str, source: DataFrame, values: dict[str, str | Column]
-) -> None:
+) -> tuple[int, int]:
     """One MERGE of latest-per-key rows into a state table: tombstone -> delete, otherwise
-    upsert."""
+    upsert. Returns (rows upserted, rows deleted), as the MERGE itself reports them (no
+    read of the table's history: each costs the driver a Delta log read)."""
     from delta.tables import DeltaTable
 
-    (
+    counts = (
         DeltaTable.forPath(spark, path)
         .alias("t")
         .merge(source.alias("s"), "t.kafka_key = s.kafka_key")
@@ -164,6 +165,13 @@ def _merge_latest(
         .whenMatchedUpdate(condition="NOT s._tombstone", set=values)
         .whenNotMatchedInsert(condition="NOT s._tombstone", values=values)
         .execute()
+        .first()
+    )
+    if counts is None:
+        return 0, 0
+    return (
+        int(counts["num_updated_rows"] or 0) + int(counts["num_inserted_rows"] or 0),
+        int(counts["num_deleted_rows"] or 0),
     )
 
 
@@ -213,7 +221,6 @@ def _merge_batch(
         ConcurrentDeleteDeleteException,
         ConcurrentDeleteReadException,
     )
-    from delta.tables import DeltaTable
 
     changes: dict[str, StateChange] = {}
     for topic in topics:
@@ -221,13 +228,12 @@ def _merge_batch(
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
-            before = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
             # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
             # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
             # files where it looked (ConcurrentAppend). Delta then commits nothing for
             # it, so running the same MERGE again on the new snapshot is safe: it applies
             # the same latest-per-key rows.
-            retry_conflicts(
+            upserted, deleted = retry_conflicts(
                 partial(_merge_latest, spark, path, source, values),
                 what=f"state {topic}: MERGE",
                 retryable=(
@@ -236,13 +242,8 @@ def _merge_batch(
                     ConcurrentDeleteDeleteException,
                 ),
             )
-            after = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
-        metrics = _merge_metrics(spark, path) if after != before else {}
         changes[topic] = StateChange(
-            upserted=metrics.get("numTargetRowsInserted", 0)
-            + metrics.get("numTargetRowsUpdated", 0),
-            deleted=metrics.get("numTargetRowsDeleted", 0),
-            skipped_no_key=keyless.get(topic, 0),
+            upserted=upserted, deleted=deleted, skipped_no_key=keyless.get(topic, 0)
         )
     return changes
 
