@@ -44,6 +44,7 @@ from eventlake.ledger import (
     unlanded,
 )
 from eventlake.observed import flag_counts, reason_counts, rejects_lost
+from eventlake.spark import computed_once, release
 from eventlake.state import records_from_tables
 from eventlake.tables import (
     EVENTS_SCHEMA,
@@ -156,59 +157,64 @@ def _land(
         verdicts = _verdicts(
             spark, records, missing, events_path, rejects_path, rejects_marks, dedup_horizon
         )
-    seen = Observation()
-    reasons: tuple[str, ...] = tuple(RejectReason)
-    if verdicts is None:
-        # The common case: each record's fate is its own, decided in the decoding pass.
-        events = to_events(decode_records(missing, seen))
-    else:
-        reasons = INGEST_REASONS
-        decided = _apply_verdicts(decode_records(missing), verdicts)
-        events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
-    pending_events = ledger.write(events_path, events)
-    result.counts = reason_counts(seen, reasons)
-    result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
-    rejects = sum(n for reason, n in result.counts.items() if reason is not None)
-    if rejects:
-        seen_again = Observation()
+    try:
+        seen = Observation()
+        reasons: tuple[str, ...] = tuple(RejectReason)
         if verdicts is None:
-            again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-            rows = decode_records(again, seen_again)
-        elif dedup_horizon is None:
-            # A replay: decoding alone decides the fate of what rejects lacks (at or above
-            # the rejects marks, where no verdict is).
-            again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-            rows = observe_decoded(decode_records(again), seen_again, (DUPLICATE_EVENT,))
+            # The common case: each record's fate is its own, decided in the decoding pass.
+            events = to_events(decode_records(missing, seen))
         else:
-            # Only the records with a reject verdict are decoded again: the verdicts hold
-            # every reject of the batch (the decoder's and the duplicates).
-            again = records.join(
-                F.broadcast(
-                    verdicts.where(F.col("_verdict_reason").isNotNull()).select(
-                        *[F.col(c).alias(_KAFKA_ROW[k]) for k, c in _RAW_COORDINATES.items()]
-                    )
-                ),
-                list(_KAFKA_ROW.values()),
-                "left_semi",
+            reasons = INGEST_REASONS
+            decided = _apply_verdicts(decode_records(missing), verdicts)
+            events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
+        pending_events = ledger.write(events_path, events)
+        result.counts = reason_counts(seen, reasons)
+        result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
+        rejects = sum(n for reason, n in result.counts.items() if reason is not None)
+        if rejects:
+            seen_again = Observation()
+            if verdicts is None:
+                again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
+                rows = decode_records(again, seen_again)
+            elif dedup_horizon is None:
+                # A replay: decoding alone decides the fate of what rejects lacks (at or above
+                # the rejects marks, where no verdict is).
+                again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
+                rows = observe_decoded(decode_records(again), seen_again, (DUPLICATE_EVENT,))
+            else:
+                # Only the records with a reject verdict are decoded again: the verdicts hold
+                # every reject of the batch (the decoder's and the duplicates).
+                again = records.join(
+                    F.broadcast(
+                        verdicts.where(F.col("_verdict_reason").isNotNull()).select(
+                            *[F.col(c).alias(_KAFKA_ROW[k]) for k, c in _RAW_COORDINATES.items()]
+                        )
+                    ),
+                    list(_KAFKA_ROW.values()),
+                    "left_semi",
+                )
+                rows = observe_decoded(
+                    _apply_verdicts(decode_records(again), verdicts).where(unlanded(rejects_marks)),
+                    seen_again,
+                    (DUPLICATE_EVENT,),
+                )
+            pending_rejects = ledger.write(rejects_path, to_rejects(rows))
+            version = ledger.commit(
+                rejects_path, pending_rejects, INGEST, ends, note=note, batch=batch_id
             )
-            rows = observe_decoded(
-                _apply_verdicts(decode_records(again), verdicts).where(unlanded(rejects_marks)),
-                seen_again,
-                (DUPLICATE_EVENT,),
-            )
-        pending_rejects = ledger.write(rejects_path, to_rejects(rows))
-        version = ledger.commit(
-            rejects_path, pending_rejects, INGEST, ends, note=note, batch=batch_id
+            result.located[rejects_path] = version
+            lost = rejects_lost(result.counts, reason_counts(seen_again, reasons))
+            # Rejects above the events marks but below the rejects marks landed before.
+            if lost and rejects_marks == {k: events_marks.get(k, 0) for k in rejects_marks}:
+                result.warnings.append(f"{note}: {lost}")
+        result.located[events_path] = ledger.commit(
+            events_path, pending_events, INGEST, ends, note=note, batch=batch_id
         )
-        result.located[rejects_path] = version
-        lost = rejects_lost(result.counts, reason_counts(seen_again, reasons))
-        # Rejects above the events marks but below the rejects marks landed before.
-        if lost and rejects_marks == {k: events_marks.get(k, 0) for k in rejects_marks}:
-            result.warnings.append(f"{note}: {lost}")
-    result.located[events_path] = ledger.commit(
-        events_path, pending_events, INGEST, ends, note=note, batch=batch_id
-    )
-    return result
+        return result
+    finally:
+        # The verdicts are held for both passes; free them now, not at the JVM's GC.
+        if verdicts is not None:
+            release(verdicts)
 
 
 #: The Kafka source's coordinate columns, by the decoded frame's names.
@@ -243,9 +249,8 @@ def _verdicts(
     if dedup_horizon is not None:
         # Held: the oldest Kafka time below is read from it, not from Kafka again (a
         # pass over the whole batch), and the duplicates' window and join run on it.
-        narrow = (
-            decode_records(missing)
-            .select(
+        narrow = computed_once(
+            decode_records(missing).select(
                 *KAFKA_COORDINATES,
                 "kafka_timestamp",
                 "source",
@@ -253,7 +258,6 @@ def _verdicts(
                 "reject_reason",
                 "reject_detail",
             )
-            .localCheckpoint(eager=True)
         )
         landed = None
         version = landed_version(events_path)
@@ -281,7 +285,10 @@ def _verdicts(
             )
         )
     verdicts = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    return verdicts.localCheckpoint(eager=True)
+    held = computed_once(verdicts)
+    if dedup_horizon is not None:
+        release(narrow)  # the verdicts hold all of it that is needed
+    return held
 
 
 def _apply_verdicts(decoded: DataFrame, verdicts: DataFrame) -> DataFrame:
