@@ -25,6 +25,8 @@ from tests.benchmarks.bench import (
     CEILING_D,
     DECODE,
     DECODE_CPU_GOAL,
+    EXTRA_EVENT_GOALS,
+    FLOORS,
     INGEST_MIXED,
     INGEST_STATE,
     JOBS,
@@ -32,6 +34,7 @@ from tests.benchmarks.bench import (
     QUALITY,
     RATIO_GOALS,
     STARTUP_GOALS,
+    TIME_GOALS,
     run_bench,
 )
 from tests.benchmarks.latency import Scenario, run_latency
@@ -100,7 +103,7 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
 
     # A line per target of the issue at this N, measured where both of its jobs ran.
     goals = document["goals"]
-    lines = [g for g in goals if g["n"] == N and g["kind"] != "cpu"]
+    lines = [g for g in goals if g["n"] == N and g["kind"] in ("ratio", "startup", "time")]
     cpu_lines = [g for g in goals if g["kind"] == "cpu"]
     assert [g["job"] for g in cpu_lines] == ([DECODE] if DECODE in results else [])
     for g in cpu_lines:
@@ -110,10 +113,13 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
         assert g["status"] == ("PASS" if g["value"] <= DECODE_CPU_GOAL else "FAIL")
     assert [(g["kind"], g["job"], g["vs"]) for g in lines] == [
         ("ratio", job, vs) for job, vs, _ in RATIO_GOALS
-    ] + [("startup", job, vs) for job, vs, _ in STARTUP_GOALS]
+    ] + [("startup", job, vs) for job, vs, _ in STARTUP_GOALS] + [
+        ("time", job, vs) for job, vs, _ in TIME_GOALS
+    ]
     # Keyed by kind too: ingest mixed against ceiling B has a ratio and a start-up target.
     limits = {("ratio", job, vs): limit for job, vs, limit in RATIO_GOALS}
     limits |= {("startup", job, vs): limit for job, vs, limit in STARTUP_GOALS}
+    limits |= {("time", job, vs): limit for job, vs, limit in TIME_GOALS}
     for g in lines:
         limit = limits[(g["kind"], g["job"], g["vs"])]
         if g["job"] in results and g["vs"] in results:
@@ -132,9 +138,24 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
     assert startup["value"] == pytest.approx(
         ingest["empty_topic_seconds"] - results[CEILING_B]["empty_topic_seconds"]
     )
-    flat = [g for g in goals if g["n"] is None]
+    flat = [g for g in goals if g["kind"] == "flat"]
     assert [g["job"] for g in flat] == list(results)
     assert all(g["status"] == "not measured" and g["value"] is None for g in flat)
+    # One N: no cost per extra event, and below the RSS target's N no RSS line.
+    extra = [g for g in goals if g["kind"] == "extra"]
+    assert [(g["job"], g["vs"]) for g in extra] == [(j, v) for j, v, _ in EXTRA_EVENT_GOALS]
+    assert all(g["status"] == "not measured" and g["value"] is None for g in extra)
+    assert [g for g in goals if g["kind"] == "rss"] == []
+    # Seconds above the floor: the job's whole process less its floor's, at the same N.
+    for r in results.values():
+        floor = FLOORS.get(r["job"])
+        if floor in results:
+            assert r["floor"] == floor
+            assert r["above_floor_seconds"] == pytest.approx(
+                r["median_seconds"] - results[floor]["median_seconds"]
+            )
+        else:
+            assert r["above_floor_seconds"] is None
 
     markdown = report.with_suffix(".md").read_text()
     assert "## Targets" in markdown

@@ -102,6 +102,7 @@ CEILING_B: Final = "ceiling B: Spark Kafka count"
 CEILING_D: Final = "ceiling D: Spark raw records into Delta"
 PLAIN_MIXED: Final = "plain PySpark job mixed"
 INGEST_MIXED: Final = "ingest mixed"
+QUALITY_FLOOR: Final = "quality floor: one pass over the checked columns"
 QUALITY: Final = "quality check (events table)"
 PLAIN_BINARY: Final = "plain PySpark job binary"
 INGEST_BINARY: Final = "ingest binary"
@@ -134,6 +135,7 @@ JOBS: Final[dict[str, JobSpec]] = {
     CEILING_D: JobSpec("spark-land", vs=CEILING_B),
     PLAIN_MIXED: JobSpec("plain-mixed", vs=CEILING_B),
     INGEST_MIXED: JobSpec("ingest-mixed", vs=PLAIN_MIXED, empty_run=True),
+    QUALITY_FLOOR: JobSpec("quality-floor"),
     QUALITY: JobSpec("quality"),
     PLAIN_BINARY: JobSpec("plain-binary", data="binary"),
     INGEST_BINARY: JobSpec("ingest-binary", vs=PLAIN_BINARY, data="binary"),
@@ -152,9 +154,39 @@ RATIO_GOALS: Final = (
     (INGEST_BINARY, PLAIN_BINARY, 1.2),
     (INGEST_STRUCTURED, PLAIN_STRUCTURED, 1.2),
     (INGEST_MIXED, CEILING_B, 0.7),
-    (REPUBLISH, CEILING_C, 0.6),
-    (INGEST_STATE, INGEST_MIXED, 0.6),
+    (REPUBLISH, CEILING_C, 0.85),
+    (INGEST_STATE, INGEST_MIXED, 0.8),
 )
+#: Issue 36's targets on seconds: (job, compared with, most seconds of the job per second
+#: of the other), whole processes.
+TIME_GOALS: Final = (
+    (QUALITY, INGEST_MIXED, 0.5),
+    (INGEST_MIXED, CEILING_D, 1.2),
+)
+#: Issue 36: most MB of peak RSS (job's process tree) of every job at this N or above.
+RSS_GOAL_MB: Final = 1536.0
+RSS_GOAL_MIN_N: Final = 5_000_000
+#: Issue 36: cost per extra event between the two largest N, at most this many times
+#: ceiling D's: (job, compared with, most).
+EXTRA_EVENT_GOALS: Final = ((INGEST_MIXED, CEILING_D, 1.3),)
+#: Each job's floor: the cheapest job of the harness that does the least any way of doing
+#: the job must do (landing every record as it is; copying the topic; reading the checked
+#: columns once; landing without state). "s above floor" in the report is the difference.
+FLOORS: Final = {
+    CEILING_B: CEILING_A,
+    CEILING_D: CEILING_B,
+    PLAIN_MIXED: CEILING_D,
+    INGEST_MIXED: CEILING_D,
+    QUALITY: QUALITY_FLOOR,
+    PLAIN_BINARY: CEILING_D,
+    INGEST_BINARY: CEILING_D,
+    PLAIN_STRUCTURED: CEILING_D,
+    INGEST_STRUCTURED: CEILING_D,
+    INGEST_STATE: INGEST_MIXED,
+    REPUBLISH: CEILING_C,
+    CEILING_C: CEILING_B,
+    SDK: CEILING_A,
+}
 #: Target of the decode job: most JVM CPU microseconds per record for the binding alone.
 DECODE_CPU_GOAL: Final = 5.0
 #: Figures of the decode job's JSON line (CPU microseconds per record), kept per run.
@@ -518,7 +550,7 @@ def bench_jobs(
     # Warehouse of the last ingest mixed run, kept for the quality check that runs next
     # and removes it.
     to_check: list[Path] = []
-    keep_for_quality = QUALITY in selected
+    keep_for_quality = QUALITY in selected or QUALITY_FLOOR in selected
 
     def topic(data: str, empty: bool) -> str:
         return empty_topic if empty else sources[data]
@@ -586,6 +618,15 @@ def bench_jobs(
         to_check[:] = [run_settings.warehouse]
         return result, Leftovers(warehouses=unchecked)
 
+    def quality_floor(_empty: bool) -> tuple[Run, Leftovers]:
+        # The table the quality check reads next; that run removes it (this one does when
+        # the check is not selected).
+        warehouse = to_check[-1] if QUALITY in selected else to_check.pop()
+        its_table = settings.model_copy(update={"warehouse": warehouse})
+        run = run_process(job("quality-floor"), its_table, broker_pid)
+        gone = [] if QUALITY in selected else [warehouse]
+        return checked(run, "quality floor", n), Leftovers(warehouses=gone)
+
     def quality(_empty: bool) -> tuple[Run, Leftovers]:
         warehouse = to_check.pop()
         its_table = settings.model_copy(update={"warehouse": warehouse})
@@ -636,6 +677,7 @@ def bench_jobs(
         CEILING_D: (ceiling_d, n),
         PLAIN_MIXED: (plain_of("mixed"), n),
         INGEST_MIXED: (ingest_mixed, n),
+        QUALITY_FLOOR: (quality_floor, n),
         QUALITY: (quality, n),
         PLAIN_BINARY: (plain_of("binary"), n),
         INGEST_BINARY: (ingest_of("binary", state=False), n),
@@ -731,8 +773,9 @@ def run_bench(
     unknown = [name for name in jobs if name not in JOBS]
     if unknown:
         raise ValueError(f"unknown jobs: {unknown}; known: {list(JOBS)}")
-    if QUALITY in jobs and INGEST_MIXED not in jobs:
-        raise ValueError(f"{QUALITY} checks the table of {INGEST_MIXED}: select both")
+    for needs_table in (QUALITY, QUALITY_FLOOR):
+        if needs_table in jobs and INGEST_MIXED not in jobs:
+            raise ValueError(f"{needs_table} reads the table of {INGEST_MIXED}: select both")
     selected = [name for name in JOBS if name in jobs]
     run_id = run_id or new_run_id()
     # Spark's pooled Kafka consumers ask for their topics' metadata again when they close,
@@ -929,6 +972,40 @@ def evaluate_goals(measurements: list[Measurement]) -> list[dict[str, Any]]:
                     "status": _status(value, value is not None and value <= most),
                 }
             )
+        for job, other, most in TIME_GOALS:
+            top, bottom = by_key.get((job, n)), by_key.get((other, n))
+            value = steady = None
+            if top and bottom:
+                value = _ratio(top.median, bottom.median)
+                steady = _ratio(top.work_median, bottom.work_median)
+            goals.append(
+                {
+                    "goal": f"{job} / {other}, seconds",
+                    "kind": "time",
+                    "job": job,
+                    "vs": other,
+                    "n": n,
+                    "value": value,
+                    "steady_value": steady,
+                    "target": f"<= {most:g}",
+                    "status": _status(value, value is not None and value <= most),
+                }
+            )
+        if n >= RSS_GOAL_MIN_N:
+            for m in (m for m in measurements if m.topic_n == n):
+                goals.append(
+                    {
+                        "goal": f"peak RSS of {m.job}, MB",
+                        "kind": "rss",
+                        "job": m.job,
+                        "vs": None,
+                        "n": n,
+                        "value": m.peak_job_rss_mb,
+                        "steady_value": None,
+                        "target": f"<= {RSS_GOAL_MB:g}",
+                        "status": _status(m.peak_job_rss_mb, m.peak_job_rss_mb <= RSS_GOAL_MB),
+                    }
+                )
         decode = by_key.get((DECODE, n))
         if decode is not None:
             value = decode.cpu_figure("decode_cpu_us_per_record")
@@ -946,6 +1023,27 @@ def evaluate_goals(measurements: list[Measurement]) -> list[dict[str, Any]]:
                 }
             )
     large = sorted({m.topic_n for m in measurements if m.topic_n >= FLAT_MIN_N})
+    for job, other, most in EXTRA_EVENT_GOALS:
+        value = None
+        if len(large) >= 2:
+            value = _ratio(
+                extra_event_microseconds(by_key, job, large[0], large[-1]),
+                extra_event_microseconds(by_key, other, large[0], large[-1]),
+            )
+        goals.append(
+            {
+                "goal": f"{job} / {other}, seconds per extra event, "
+                + (f"{large[0]:,} -> {large[-1]:,}" if len(large) >= 2 else "two N"),
+                "kind": "extra",
+                "job": job,
+                "vs": other,
+                "n": large[-1] if len(large) >= 2 else None,
+                "value": value,
+                "steady_value": None,
+                "target": f"<= {most:g}",
+                "status": _status(value, value is not None and value <= most),
+            }
+        )
     for job in dict.fromkeys(m.job for m in measurements):
         sizes = [n for n in large if (job, n) in by_key]
         flat: float | None = None
@@ -974,6 +1072,18 @@ def evaluate_goals(measurements: list[Measurement]) -> list[dict[str, Any]]:
     return goals
 
 
+def extra_event_microseconds(
+    by_key: dict[tuple[str, int], Measurement], job: str, small: int, large: int
+) -> float | None:
+    """What each event beyond ``small`` costs ``job`` up to ``large`` (whole processes,
+    medians): the seconds' difference over the records' difference, in µs; start-up and
+    other fixed costs cancel out."""
+    first, last = by_key.get((job, small)), by_key.get((job, large))
+    if first is None or last is None or last.n == first.n:
+        return None
+    return (last.median - first.median) / (last.n - first.n) * 1e6
+
+
 def _number(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
@@ -985,14 +1095,15 @@ def markdown_report(
     lines = [
         f"# {title}",
         "",
-        "| job | N | process s | work s | outside work s | empty topic s | events/s | steady events/s | MB/s | peak job RSS MB | peak broker RSS MB | vs | ratio | steady ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        "| job | N | process s | work s | outside work s | empty topic s | s above floor | events/s | steady events/s | MB/s | peak job RSS MB | peak broker RSS MB | vs | ratio | steady ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in rows:
         n = f"{r['topic_n']:,}" + (f" ({r['n']:,} sampled)" if r["n"] != r["topic_n"] else "")
         lines.append(
             f"| {r['job']} | {n} | {r['median_seconds']:.1f} | {r['work_median_seconds']:.1f} | "
             f"{r['outside_work_seconds']:.1f} | {_number(r['empty_topic_seconds'], '.1f')} | "
+            f"{_number(r.get('above_floor_seconds'), '+.1f')} | "
             f"{r['events_per_second']:,.0f} | {_number(r['steady_events_per_second'], ',.0f')} | "
             f"{r['mb_per_second']:.1f} | {r['peak_job_rss_mb']:.0f} | {r['peak_broker_rss_mb']:.0f} | "
             f"{r['vs'] or ''} | {_number(r['ratio'], '.2f')} | {_number(r['steady_ratio'], '.2f')} |"
@@ -1006,7 +1117,10 @@ def markdown_report(
         "events/s = records / process s; steady events/s = records / work s. Ratio = events/s "
         "/ events/s of the vs job (steady ratio: of steady events/s); above 1 means faster "
         "than the vs job. The plain PySpark job is the reference: what users would write "
-        "without validation (tests/benchmarks/plain_pyspark_ingest.py).",
+        "without validation (tests/benchmarks/plain_pyspark_ingest.py). s above floor = "
+        "process s - process s of the job's floor at the same N (n/a: the floor did not run): "
+        + "; ".join(f"{job} -> {floor}" for job, floor in FLOORS.items())
+        + ".",
         "",
     ]
     for r in rows:
@@ -1030,13 +1144,13 @@ def markdown_report(
         "| target | N | whole processes | steady state | target | target asks, process s | result |",
         "|---|---:|---:|---:|---|---:|---|",
     ]
-    flat = [g for g in goals if g["n"] is None]
+    flat = [g for g in goals if g["kind"] == "flat"]
     for g in goals:
-        if g["n"] is not None:
-            spec = "+.1f" if g["kind"] == "startup" else ".2f"
+        if g["kind"] != "flat":
+            spec = {"startup": "+.1f", "rss": ".0f"}.get(g["kind"], ".2f")
             asks = _number(g["asks_seconds"], ".1f") if g["kind"] == "ratio" else ""
             lines.append(
-                f"| {g['goal']} | {g['n']:,} | {_number(g['value'], spec)} | "
+                f"| {g['goal']} | {_number(g['n'], ',')} | {_number(g['value'], spec)} | "
                 f"{_number(g['steady_value'], spec)} | {g['target']} | {asks} | {g['status']} |"
             )
     if all(g["value"] is None for g in flat):
@@ -1074,9 +1188,12 @@ def write_reports(measurements: list[Measurement], output: Path, run_id: str) ->
     rows = []
     for m in measurements:
         vs = by_key.get((m.vs, m.topic_n)) if m.vs else None
+        floor = by_key.get((FLOORS[m.job], m.topic_n)) if m.job in FLOORS else None
         rows.append(
             {
                 **asdict(m),
+                "floor": floor.job if floor else None,
+                "above_floor_seconds": m.median - floor.median if floor else None,
                 "median_seconds": m.median,
                 "work_median_seconds": m.work_median,
                 "outside_work_seconds": m.outside_work,
