@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from pyspark.sql import SparkSession
 
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
-from eventlake.query import register_tables, run_query
+from eventlake.query import register_tables, run_query, view_statements, views_sql
+from eventlake.settings import Settings
 from eventlake.tables import EVENTS_SCHEMA, ensure_table, state_path
+from tests.helpers import binary_headers
 
 
 def _tables(spark: SparkSession, settings: LocalSettings) -> None:
@@ -49,3 +55,51 @@ def test_a_result_renders_as_a_table_with_long_bytes_cut_and_nulls_named(
 def test_json_output_is_one_object_per_row_up_to_the_limit(spark: SparkSession) -> None:
     text = run_query(spark, "SELECT id FROM range(5)", output_format="json", limit=3)
     assert [json.loads(line) for line in text.splitlines()] == [{"id": 0}, {"id": 1}, {"id": 2}]
+
+
+def test_the_views_script_gives_a_session_of_its_own_every_view(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    odd = "it's\\odd"  # a quote and a backslash: escaped in the script's literals
+    events = [("p1", "com.example.order.paid", {"amount": 12.5}), ("o1", odd, {"n": 3})]
+    records: list[Record] = []
+    for event_id, event_type, data in events:
+        headers = binary_headers(event_id, type_=event_type)
+        headers.append(("content-type", b"application/json"))
+        records.append((event_id.encode(), json.dumps(data).encode(), headers))
+    produce_all(warehouse_settings, topic_name, [*records, records[0]])  # p1 twice
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    script = views_sql(view_statements(spark, warehouse_settings))
+    own = spark.newSession()  # no temporary views of this session
+    for statement in script.split(";\n"):
+        own.sql(statement.rstrip(";"))
+
+    assert own.sql("SELECT amount FROM type_com_example_order_paid").collect() == [
+        (Decimal("12.5"),),
+        (Decimal("12.5"),),
+    ]
+    assert own.sql("SELECT n FROM type_it_s_odd").collect() == [(3,)]
+    assert own.table("events_unique").count() == 2
+    assert own.table("events").count() == 3
+
+
+def test_eventlake_views_prints_one_statement_per_view(
+    spark: SparkSession, warehouse_settings: LocalSettings
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    _tables(spark, warehouse_settings)
+
+    result = CliRunner().invoke(app, ["views", "--warehouse", str(warehouse_settings.warehouse)])
+
+    assert result.exit_code == 0, result.output
+    created = [
+        line.split("`")[1]
+        for line in result.output.splitlines()
+        if line.startswith("CREATE OR REPLACE TEMPORARY VIEW")
+    ]
+    assert created == ["events", "events_unique", "type_com_example_created", "state_orders_v1"]

@@ -41,6 +41,22 @@ def unique_events(events: DataFrame) -> DataFrame:
     return events.withColumn("_nth", F.row_number().over(first)).where("_nth = 1").drop("_nth")
 
 
+def unique_events_sql(table: str, columns: list[str]) -> str:
+    """:func:`unique_events` as SQL over ``table`` (a table name as SQL) whose columns
+    are ``columns``, for a session of one's own.
+
+    Example:
+        >>> unique_events_sql("events", ["id", "source", "kafka_timestamp"])
+        'SELECT `id`, `source`, `kafka_timestamp` FROM (SELECT *, row_number() OVER ...'
+    """
+    listed = ", ".join("`" + c.replace("`", "``") + "`" for c in columns)
+    return (
+        f"SELECT {listed} FROM (SELECT *, row_number() OVER (PARTITION BY "
+        f"{', '.join(EVENT_IDENTITY)} ORDER BY {', '.join(FIRST_BY)}) AS _nth FROM {table})"
+        " WHERE _nth = 1"
+    )
+
+
 def _first_of(*, ts: str, topic: str, partition: str, offset: str) -> Column:
     # Field order is the comparison order: Kafka time, then the coordinates.
     return F.struct(

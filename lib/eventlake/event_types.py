@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import CONTEXT_ATTRIBUTES
@@ -215,18 +215,33 @@ def inferred_fields(
     return fields
 
 
-def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> DataFrame:
-    """The events of ``event_type`` with the attributes, one column per data field in
-    ``fields`` (a scalar type read as that type, NULL where a value has another;
-    objects, arrays and mixed types as VARIANT), ``data_json`` and where in Kafka.
-    A field named like an attribute (or like another field, ignoring case) is
-    ``data_<name>``.
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslash escapes, Spark's default).
 
     Example:
-        >>> typed_view(events, "order.paid", {"amount": "BIGINT"}).select("amount")
+        >>> print(sql_string("it's"))
+        'it\\'s'
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def view_columns(fields: dict[str, str]) -> list[str]:
+    """The typed view's columns as SQL expressions over the events table: the
+    attributes, one column per data field in ``fields`` (a scalar type read as that
+    type, NULL where a value has another; objects, arrays and mixed types as VARIANT),
+    ``data_json`` and where in Kafka. A field named like an attribute (or like another
+    field, ignoring case) is ``data_<name>``.
+
+    Example:
+        >>> view_columns({"amount": "DECIMAL(38,2)"})[len(VIEW_ATTRIBUTES)]
+        "try_variant_get(data_json, '$.amount', 'decimal(38,2)') AS `amount`"
     """
     taken = {name.lower() for name in (*VIEW_ATTRIBUTES, *VIEW_KAFKA_COLUMNS, "data_json")}
-    columns: list[Column] = [F.col(name) for name in VIEW_ATTRIBUTES]
+    columns = [_identifier(name) for name in VIEW_ATTRIBUTES]
     for key, field_type in fields.items():
         path = _variant_path(key)
         if path is None:
@@ -236,9 +251,58 @@ def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> Da
         while name.lower() in taken:
             name = f"data_{name}"
         taken.add(name.lower())
-        columns.append(F.try_variant_get(F.col("data_json"), path, target).alias(name))
-    columns += [F.col("data_json"), *[F.col(name) for name in VIEW_KAFKA_COLUMNS]]
-    return events.where(F.col("type") == event_type).select(*columns)
+        columns.append(
+            f"try_variant_get(data_json, {sql_string(path)}, {sql_string(target)})"
+            f" AS {_identifier(name)}"
+        )
+    return [*columns, "data_json", *[_identifier(name) for name in VIEW_KAFKA_COLUMNS]]
+
+
+def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> DataFrame:
+    """The events of ``event_type`` with the columns of :func:`view_columns`.
+
+    Example:
+        >>> typed_view(events, "order.paid", {"amount": "BIGINT"}).select("amount")
+    """
+    return events.where(F.col("type") == event_type).selectExpr(*view_columns(fields))
+
+
+def typed_view_sql(table: str, event_type: str, fields: dict[str, str]) -> str:
+    """:func:`typed_view` as SQL over ``table`` (a table name as SQL, e.g.
+    :func:`eventlake.tables.delta_path_sql`), for a session of one's own.
+
+    Example:
+        >>> typed_view_sql("events", "order.paid", {})
+        "SELECT `specversion`, ... FROM events WHERE type = 'order.paid'"
+    """
+    return (
+        f"SELECT {', '.join(view_columns(fields))} FROM {table}"
+        f" WHERE type = {sql_string(event_type)}"
+    )
+
+
+def view_fields(
+    spark: SparkSession,
+    events: DataFrame,
+    *,
+    sample_hours: float,
+    known: dict[str, dict[str, str]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Per event type in ``events``, its typed view's fields: from ``known``
+    (:func:`load_fields`) for the types there, inferred (:func:`inferred_fields`) for
+    the others.
+
+    Example:
+        >>> view_fields(spark, events, sample_hours=1.0, known=load_fields(path))
+        {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
+    """
+    types = [r["type"] for r in events.select("type").distinct().collect() if r["type"]]
+    fields = {t: (known or {})[t] for t in types if t in (known or {})}
+    new = [t for t in types if t not in fields]
+    if new:
+        found = inferred_fields(spark, events, sample_hours=sample_hours, only=new)
+        fields.update({t: found.get(t, {}) for t in new})
+    return fields
 
 
 def register_typed_views(
@@ -248,22 +312,18 @@ def register_typed_views(
     sample_hours: float,
     known: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, str]:
-    """Register :func:`typed_view` of every event type in ``events`` as a temporary
-    view named by :func:`view_names`; returns view name -> type. The fields of a type
-    in ``known`` (:func:`load_fields`) are taken from there; the others are inferred.
+    """Register :func:`typed_view` of every event type in ``events`` (fields by
+    :func:`view_fields`) as a temporary view named by :func:`view_names`; returns view
+    name -> type.
 
     Example:
         >>> register_typed_views(spark, events, sample_hours=1.0)
         {'type_com_example_order_paid': 'com.example.order.paid'}
     """
-    types = [r["type"] for r in events.select("type").distinct().collect() if r["type"]]
-    fields = dict(known or {})
-    new = [t for t in types if t not in fields]
-    if new:
-        fields.update(inferred_fields(spark, events, sample_hours=sample_hours, only=new))
+    fields = view_fields(spark, events, sample_hours=sample_hours, known=known)
     registered: dict[str, str] = {}
-    for event_type, name in view_names(types).items():
-        typed_view(events, event_type, fields.get(event_type, {})).createOrReplaceTempView(name)
+    for event_type, name in view_names(list(fields)).items():
+        typed_view(events, event_type, fields[event_type]).createOrReplaceTempView(name)
         registered[name] = event_type
     return registered
 

@@ -1,6 +1,8 @@
 """Downstream queries: the warehouse's Delta tables registered as temporary views, with
 the views built on ``events``: ``events_unique`` (first event per ``(source, id)``) and
-a typed view per event type (:mod:`eventlake.event_types`).
+a typed view per event type (:mod:`eventlake.event_types`). The views are SQL over the
+tables' paths, so a session of one's own gets the same ones: ``register_tables`` in a
+PySpark job, ``eventlake views`` as a script for ``spark-sql -i``.
 
 Example:
     >>> register_tables(spark, settings)
@@ -15,41 +17,78 @@ import re
 
 from pyspark.sql import SparkSession
 
-from eventlake.duplicates import UNIQUE_VIEW, unique_events
-from eventlake.event_types import fields_path, load_fields, register_typed_views
+from eventlake.duplicates import UNIQUE_VIEW, unique_events_sql
+from eventlake.event_types import (
+    fields_path,
+    load_fields,
+    typed_view_sql,
+    view_fields,
+    view_names,
+)
 from eventlake.settings import Settings
-from eventlake.tables import EVENTS, warehouse_tables
+from eventlake.tables import EVENTS, delta_path_sql, warehouse_tables
 from eventlake.text_table import text_table
 
 
+def view_statements(
+    spark: SparkSession, settings: Settings, *, typed: bool = True
+) -> list[tuple[str, str]]:
+    """The views over the warehouse, as ``(name, SQL query)``: every Delta table under
+    it by name (state/<topic> as state_<topic>), then ``events_unique`` and, unless
+    ``typed`` is false, the typed view of every event type (its fields as the warehouse
+    keeps them, or inferred from its newest events for a type new since ``eventlake
+    types`` or maintenance ran). The queries name the tables by path, so they hold in
+    any Spark session with the Delta jars (``eventlake views`` prints them).
+
+    Example:
+        >>> view_statements(spark, settings)[0]
+        ('events', 'SELECT * FROM delta.`/wh/events`')
+    """
+    statements: list[tuple[str, str]] = []
+    for table, path in warehouse_tables(settings):
+        source = delta_path_sql(path)
+        statements.append((re.sub(r"[^A-Za-z0-9_]", "_", table), f"SELECT * FROM {source}"))
+        if table != EVENTS:
+            continue
+        frame = spark.read.format("delta").load(str(path))
+        statements.append((UNIQUE_VIEW, unique_events_sql(source, frame.columns)))
+        if typed and "data_json" in frame.columns:
+            fields = view_fields(
+                spark,
+                frame,
+                sample_hours=settings.type_sample_hours,
+                known=load_fields(fields_path(settings.warehouse)),
+            )
+            for event_type, name in view_names(list(fields)).items():
+                statements.append((name, typed_view_sql(source, event_type, fields[event_type])))
+    return statements
+
+
 def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = True) -> list[str]:
-    """Register every Delta table under the warehouse by name (state/<topic> as
-    state_<topic>), then ``events_unique`` and, unless ``typed`` is false, the typed
-    view of every event type (its fields as the warehouse keeps them, or inferred from
-    its newest events for a type new since ``eventlake types`` or maintenance ran).
+    """Register the views of :func:`view_statements` as temporary views of ``spark``;
+    returns their names. Also for a PySpark job of one's own.
 
     Example:
         >>> register_tables(spark, settings)
         ['events', 'rejects', 'events_unique', 'type_com_example_order_paid']
     """
-    names: list[str] = []
-    for table, path in warehouse_tables(settings):
-        name = re.sub(r"[^A-Za-z0-9_]", "_", table)
-        frame = spark.read.format("delta").load(str(path))
-        frame.createOrReplaceTempView(name)
-        names.append(name)
-        if table == EVENTS:
-            unique_events(frame).createOrReplaceTempView(UNIQUE_VIEW)
-            names.append(UNIQUE_VIEW)
-            if typed:
-                views = register_typed_views(
-                    spark,
-                    frame,
-                    sample_hours=settings.type_sample_hours,
-                    known=load_fields(fields_path(settings.warehouse)),
-                )
-                names.extend(views)
-    return names
+    statements = view_statements(spark, settings, typed=typed)
+    for name, query in statements:
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS {query}")
+    return [name for name, _ in statements]
+
+
+def views_sql(statements: list[tuple[str, str]]) -> str:
+    """:func:`view_statements` as a SQL script of ``CREATE OR REPLACE TEMPORARY VIEW``
+    statements, for ``spark-sql -i`` or ``spark.sql`` one statement at a time.
+
+    Example:
+        >>> print(views_sql([("events", "SELECT * FROM delta.`/wh/events`")]))
+        CREATE OR REPLACE TEMPORARY VIEW `events` AS SELECT * FROM delta.`/wh/events`;
+    """
+    return "\n".join(
+        f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS {query};" for name, query in statements
+    )
 
 
 def run_query(

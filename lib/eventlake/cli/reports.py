@@ -133,3 +133,25 @@ def query(
     if not names:
         fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
     typer.echo(run_query(spark, sql, output_format=output_format, limit=limit))
+
+
+@app.command()
+def views(
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Print the views `eventlake query` knows (the tables by name, events_unique, a
+    typed view per event type) as SQL over the tables' paths: CREATE OR REPLACE
+    TEMPORARY VIEW statements for a Spark session of your own, e.g. `eventlake views >
+    views.sql` and then `spark-sql -i views.sql` with the Delta jars. The typed views'
+    columns are those `eventlake types` or maintenance kept, inferred for newer types."""
+    from eventlake.query import view_statements, views_sql
+    from eventlake.spark import SETUP_ERRORS, build_spark_session
+
+    settings = job_settings(warehouse=warehouse)
+    with refused(*SETUP_ERRORS):
+        spark = build_spark_session(settings, app_name="eventlake-views")
+    statements = view_statements(spark, settings)
+    if not statements:
+        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
+    typer.echo(views_sql(statements))
+
