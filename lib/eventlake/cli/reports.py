@@ -154,4 +154,3 @@ def views(
     if not statements:
         fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
     typer.echo(views_sql(statements))
-
