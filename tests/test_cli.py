@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from typer.main import get_group
 from typer.testing import CliRunner
@@ -17,6 +19,36 @@ from eventlake.cli import COMMAND_ORDER, app
 def test_every_command_is_registered_in_order() -> None:
     """The commands live in several modules; ``eventlake --help`` lists them as before."""
     assert list(get_group(app).commands) == [*COMMAND_ORDER, "cluster", "broker", "airflow"]
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+@pytest.mark.parametrize("path", list(_commands(get_group(app))), ids=" ".join)
+def test_help_shows_each_paragraph_as_one_line(path: tuple[str, ...]) -> None:
+    """A docstring's line breaks never show mid-sentence: on a terminal wide enough, every
+    paragraph of a command's help is one line of its ``--help``, and its first one is one
+    line of its group's command list."""
+    command = get_group(app)
+    for name in path:
+        command = command.commands[name]  # type: ignore[attr-defined]
+    paragraphs = [" ".join(p.split()) for p in (command.help or "").split("\n\n")]
+    assert paragraphs[0], f"eventlake {' '.join(path)} has no help"
+
+    def shown(*arguments: str) -> list[str]:
+        result = CliRunner().invoke(app, [*arguments, "--help"], env={"COLUMNS": "2000"})
+        assert result.exit_code == 0, result.output
+        return [" ".join(line.strip("│ ").split()) for line in result.output.splitlines()]
+
+    lines = shown(*path)
+    for paragraph in paragraphs:
+        assert paragraph in lines, f"not one line of `eventlake {' '.join(path)} --help`"
+    listed = shown(*path[:-1])
+    assert f"{path[-1]} {paragraphs[0]}" in listed
 
 
 def test_runs_as_a_module() -> None:

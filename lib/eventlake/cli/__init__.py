@@ -20,14 +20,16 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Final
 
+import typer
 from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
-from eventlake.cli.common import app
+from eventlake.cli.common import app, prose
 
 __all__ = ["app", "cluster", "jobs", "local", "main", "reports"]
 
@@ -41,6 +43,7 @@ COMMAND_ORDER: Final = (
     "status",
     "types",
     "query",
+    "views",
     "samples",
     "republish",
     "check",
@@ -61,6 +64,26 @@ def _position(info: CommandInfo) -> int:
 
 
 app.registered_commands.sort(key=_position)
+
+
+def _help_as_prose(commands: typer.Typer) -> None:
+    """Every command's and group's help of ``commands`` as :func:`prose`: typer shows a
+    docstring's line breaks as they are."""
+    # Unset helps are typer's placeholders, not strings: left as they are.
+    if isinstance(commands.info.help, str):
+        commands.info.help = prose(commands.info.help)
+    for info in commands.registered_commands:
+        docstring = inspect.getdoc(info.callback) if info.callback else None
+        given = info.help if isinstance(info.help, str) else docstring
+        info.help = prose(given)
+    for group in commands.registered_groups:
+        if isinstance(group.help, str):
+            group.help = prose(group.help)
+        if group.typer_instance is not None:
+            _help_as_prose(group.typer_instance)
+
+
+_help_as_prose(app)
 
 
 def main() -> None:

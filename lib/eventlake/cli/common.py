@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,22 @@ if TYPE_CHECKING:
 
 RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
+
+
+def prose(text: str | None) -> str | None:
+    """Help text as prose: each paragraph (blank-line separated) on one line, so that
+    the line breaks of a docstring never show mid-sentence in ``--help``; the terminal
+    wraps it.
+
+    Example:
+        >>> prose("Keep the latest record per\n    key.\n\n    Exit 1 on failure.")
+        'Keep the latest record per key.\n\nExit 1 on failure.'
+    """
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
 
 app = typer.Typer(
     help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
