@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help setup class-archive system-packages venv jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency clean stop
+.PHONY: help docs setup class-archive system-packages venv jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -130,6 +130,10 @@ bench-latency: setup
 
 bench-5m: setup
 	$(PY) tests/benchmarks/bench.py --sizes 1000000 5000000 --repeats 3
+
+# docs/settings.md from the settings' descriptions (a test fails when it is stale).
+docs: venv
+	$(PY) -m eventlake.settings_reference > docs/settings.md
 
 test-faults: setup
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m faults
