@@ -25,8 +25,9 @@ from eventlake.text_table import text_table
 def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = True) -> list[str]:
     """Register every Delta table under the warehouse by name (state/<topic> as
     state_<topic>), then ``events_unique`` and, unless ``typed`` is false, the typed
-    view of every event type (its fields as the warehouse keeps them, or inferred from
-    its newest events for a type new since ``eventlake types`` or maintenance ran).
+    view of every event type (its fields as the warehouse keeps them, or from its
+    newest events' dataschema and data for a type new since ``eventlake types`` or
+    maintenance ran).
 
     Example:
         >>> register_tables(spark, settings)
@@ -47,6 +48,7 @@ def register_tables(spark: SparkSession, settings: Settings, *, typed: bool = Tr
                     frame,
                     sample_hours=settings.type_sample_hours,
                     known=load_fields(fields_path(settings.warehouse)),
+                    fetch_dataschemas=settings.fetch_dataschemas,
                 )
                 names.extend(views)
     return names
