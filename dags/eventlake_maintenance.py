@@ -9,8 +9,9 @@ Daily upkeep of the warehouse: one `spark-submit` of `jobs/maintain.py` that
    table is then rebuilt from the topic (`eventlake reconcile`), otherwise the log warns;
 2. **OPTIMIZE**s (compacts small files) and then **VACUUM**s every Delta table:
    `events`, `rejects`, `dq_results` when present, and each `state/<topic>`;
-3. infers the **typed views' columns** of every event type again (`eventlake types`
-   does too) and keeps them in the warehouse, where `eventlake query` reads them.
+3. infers the **typed views' columns** of every event type again, from its data and
+   its readable `dataschema` (`eventlake types` does too), and keeps them in the
+   warehouse, where `eventlake query` reads them.
 
 * **Retention**: `retention_hours` (default 168, Delta's safety default of 7 days).
   Below 168 only with `allow_below_safety: true`: VACUUM could otherwise delete files

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import DataFrame, SparkSession
@@ -108,3 +112,38 @@ def land(
     create_topic(settings, topic)
     produce_all(settings, topic, records)
     return run_ingest(spark, settings, IngestRequest(topics=(topic,), **request))
+
+
+#: A response of :func:`http_server`: status, headers, body.
+Response = tuple[int, dict[str, str], bytes]
+
+
+class _Routes(http.server.BaseHTTPRequestHandler):
+    routes: ClassVar[dict[str, Response]] = {}
+
+    def do_GET(self) -> None:
+        status, headers, body = self.routes.get(self.path, (404, {}, b""))
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # no request lines in the test output
+
+
+@contextmanager
+def http_server(routes: dict[str, Response]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering GET ``path`` with ``routes[path]`` (404
+    otherwise), for as long as the block runs: its base URL. No other network."""
+    handler = type("Routes", (_Routes,), {"routes": routes})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,11 +11,15 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from eventlake.event_types import (
+    TypeColumns,
     event_types,
     fields_path,
+    load_columns,
     load_fields,
     register_typed_views,
+    save_columns,
     save_fields,
+    type_columns,
     view_name,
     view_names,
 )
@@ -25,13 +29,42 @@ from eventlake.local.broker import LocalBroker
 from eventlake.query import register_tables
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
-from tests.helpers import binary_headers, land, read_table
+from tests.helpers import binary_headers, http_server, land, read_table
 
 
-def _event(event_id: str, event_type: str, data: object) -> Record:
+def _event(
+    event_id: str, event_type: str, data: object, *, dataschema: str | None = None
+) -> Record:
     headers = binary_headers(event_id, type_=event_type)
     headers.append(("content-type", b"application/json"))
+    if dataschema is not None:
+        headers.append(("ce_dataschema", dataschema.encode()))
     return (event_id.encode(), json.dumps(data).encode(), headers)
+
+
+#: A JSON Schema of order.paid events: one field the sample below lacks (refund), one
+#: typed otherwise than inference would (amount: DOUBLE, not DECIMAL(38,2); paid_at:
+#: TIMESTAMP, not STRING), in another order than the sorted inferred fields.
+PAID_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "order": {"type": "string"},
+        "paid_at": {"type": "string", "format": "date-time"},
+        "amount": {"type": "number"},
+        "refund": {"type": "number", "multipleOf": 0.01},
+    },
+}
+
+
+def _paid(event_id: str, dataschema: str | None) -> Record:
+    data = {"order": f"o-{event_id}", "amount": 12.25, "paid_at": "2026-11-25T10:00:00Z"}
+    return _event(event_id, "order.paid", {**data, "note": "x"}, dataschema=dataschema)
+
+
+def _schema_file(folder: Path, text: str) -> str:
+    path = folder / "paid.schema.json"
+    path.write_text(text)
+    return path.as_uri()
 
 
 def test_a_view_name_is_the_type_in_lowercase_with_other_characters_as_underscores() -> None:
@@ -214,3 +247,150 @@ def test_eventlake_types_without_an_events_table_says_what_to_run(tmp_path: obje
 
     assert result.exit_code != 0
     assert "run `eventlake ingest` first" in result.output
+
+
+def test_a_type_with_a_file_dataschema_gets_the_schemas_fields_and_types(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    uri = _schema_file(tmp_path, json.dumps(PAID_SCHEMA))
+    land(spark, warehouse_settings, topic_name, [_paid("p1", uri), _paid("p2", uri)])
+    events = read_table(spark, warehouse_settings, EVENTS)
+
+    (columns,) = type_columns(spark, events, sample_hours=1.0).values()
+    register_typed_views(spark, events, sample_hours=1.0)
+
+    assert columns == TypeColumns(
+        {
+            "order": "STRING",
+            "paid_at": "TIMESTAMP",
+            "amount": "DOUBLE",
+            "refund": "DECIMAL(38,2)",
+            "note": "STRING",  # not in the schema: from the data
+        },
+        uri,
+    )
+    assert columns.source() == f"dataschema {uri}"
+    view = spark.table("type_order_paid")
+    data_columns = view.columns[
+        view.columns.index("extensions") + 1 : view.columns.index("data_json")
+    ]
+    assert data_columns == ["order", "paid_at", "amount", "refund", "note"]
+    row = view.where("id = 'p1'").first()
+    assert row is not None
+    assert (row["amount"], row["refund"], row["paid_at"].year) == (12.25, None, 2026)
+    assert dict(view.dtypes)["paid_at"] == "timestamp"
+
+
+def test_an_unreadable_dataschema_leaves_the_columns_to_inference_and_says_why(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    garbage = _schema_file(tmp_path, "<html>not a schema</html>")
+    land(spark, warehouse_settings, topic_name, [_paid("p1", garbage)])
+    events = read_table(spark, warehouse_settings, EVENTS)
+
+    (columns,) = type_columns(spark, events, sample_hours=1.0).values()
+
+    assert columns.fields == {
+        "amount": "DECIMAL(38,2)",
+        "note": "STRING",
+        "order": "STRING",
+        "paid_at": "STRING",
+    }
+    assert (columns.dataschema, columns.unread) == (garbage, "not JSON: Expecting value at line 1")
+    assert columns.source() == f"data (dataschema {garbage} not read: {columns.unread})"
+
+
+def test_an_http_dataschema_is_fetched_only_with_the_setting(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    with http_server({"/paid.json": (200, {}, json.dumps(PAID_SCHEMA).encode())}) as base:
+        uri = f"{base}/paid.json"
+        land(spark, warehouse_settings, topic_name, [_paid("p1", uri)])
+        events = read_table(spark, warehouse_settings, EVENTS)
+
+        (by_default,) = type_columns(spark, events, sample_hours=1.0).values()
+        register_typed_views(spark, events, sample_hours=1.0, fetch_dataschemas=True)
+
+    assert by_default.fields["amount"] == "DECIMAL(38,2)"  # inferred: nothing fetched
+    assert by_default.unread is not None
+    assert by_default.unread.startswith("http(s) dataschemas are not fetched")
+    view = dict(spark.table("type_order_paid").dtypes)
+    assert (view["amount"], view["refund"], view["paid_at"]) == (
+        "double",
+        "decimal(38,2)",
+        "timestamp",
+    )
+
+
+def test_eventlake_types_shows_where_each_types_columns_came_from(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    uri = _schema_file(tmp_path, json.dumps(PAID_SCHEMA))
+    records = [
+        _paid("p1", uri),
+        _event("r1", "order.refunded", {"n": 1}, dataschema="urn:example:refund"),
+        _event("s1", "order.shipped", {"n": 1}),
+    ]
+    land(spark, warehouse_settings, topic_name, records)
+    warehouse = ["--warehouse", str(warehouse_settings.warehouse)]
+
+    text = CliRunner().invoke(app, ["types", *warehouse])
+    shown = CliRunner().invoke(app, ["types", "--json", *warehouse])
+
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    header = next(line for line in lines if line.startswith("type "))
+    assert header.rstrip().endswith("| columns from")
+    paid = next(line for line in lines if line.startswith("order.paid "))
+    assert paid.rstrip().endswith(f"| dataschema {uri}")
+    assert any(
+        line.startswith("order.shipped ") and line.rstrip().endswith("| data") for line in lines
+    )
+    assert (
+        "order.refunded: dataschema urn:example:refund not read (the scheme urn: is not read); "
+        "its columns are inferred from its data"
+    ) in lines
+    by_type = {t["type"]: t for t in json.loads(shown.output[shown.output.index("[") :])}
+    assert (by_type["order.paid"]["columns_from"], by_type["order.paid"]["dataschema"]) == (
+        "dataschema",
+        uri,
+    )
+    assert by_type["order.refunded"]["columns_from"] == "data"
+    assert by_type["order.refunded"]["dataschema_unread"] == "the scheme urn: is not read"
+    assert by_type["order.shipped"]["dataschema"] is None
+    kept = load_columns(fields_path(warehouse_settings.warehouse))
+    assert kept["order.paid"].source() == f"dataschema {uri}"
+    assert kept["order.paid"].fields["refund"] == "DECIMAL(38,2)"
+
+
+def test_columns_kept_with_their_dataschema_read_back_and_older_files_still_load(
+    tmp_path: Path,
+) -> None:
+    kept = fields_path(tmp_path)
+    columns = {
+        "a": TypeColumns({"n": "BIGINT"}, "file:///s.json"),
+        "b": TypeColumns({"s": "STRING"}, "urn:x", "the scheme urn: is not read"),
+        "c": TypeColumns({}),
+    }
+    save_columns(kept, columns)
+    assert load_columns(kept) == columns
+    # A file an older eventlake wrote: no dataschemas.
+    kept.write_text('{"inferred_at": "2026-11-25T10:00:00+00:00", "types": {"a": {"n": "BIGINT"}}}')
+    assert load_fields(kept) == {"a": {"n": "BIGINT"}}
+    assert load_columns(kept) == {"a": TypeColumns({"n": "BIGINT"})}

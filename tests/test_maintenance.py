@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eventlake.cli import app
-from eventlake.event_types import fields_path, load_fields
-from eventlake.kafka import create_topic, produce_all
+from eventlake.event_types import fields_path, load_columns, load_fields
+from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.maintenance import (
     RETENTION_CHECK_CONF,
@@ -20,6 +21,7 @@ from eventlake.maintenance import (
     MaintenanceRequest,
     compaction_sweep,
     optimize_and_vacuum,
+    refresh_type_fields,
     run_maintenance,
 )
 from eventlake.settings import Settings
@@ -200,6 +202,42 @@ def test_run_maintenance_keeps_the_typed_views_columns_of_every_type(
     assert load_fields(fields_path(warehouse_settings.warehouse)) == {
         "order.paid": {"amount": "DECIMAL(38,1)", "order": "STRING"}
     }
+
+
+def test_refreshing_the_typed_views_columns_says_which_came_from_a_dataschema(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    schema = tmp_path / "paid.json"
+    schema.write_text(json.dumps({"properties": {"amount": {"type": "number"}}}))
+    records: list[Record] = []
+    for event_id, event_type, dataschema in (
+        ("p1", "order.paid", schema.as_uri()),
+        ("r1", "order.refunded", "urn:example:refund"),
+        ("s1", "order.shipped", None),
+    ):
+        headers = [
+            *binary_headers(event_id, type_=event_type),
+            ("content-type", b"application/json"),
+        ]
+        if dataschema is not None:
+            headers.append(("ce_dataschema", dataschema.encode()))
+        records.append((event_id.encode(), b'{"amount": 1.5}', headers))
+    land(spark, warehouse_settings, topic_name, records)
+
+    line = refresh_type_fields(spark, warehouse_settings)
+
+    assert line == (
+        "types: the columns of 3 event types inferred (typed views), 1 from its dataschema, "
+        "1 dataschema not read (eventlake types)"
+    )
+    kept = load_columns(fields_path(warehouse_settings.warehouse))
+    assert kept["order.paid"].fields == {"amount": "DOUBLE"}
+    assert kept["order.refunded"].fields == {"amount": "DECIMAL(38,1)"}
+    assert kept["order.refunded"].unread == "the scheme urn: is not read"
 
 
 def test_maintain_command_refuses_a_low_retention_before_starting_spark() -> None:

@@ -10,12 +10,20 @@ type whose shape changes never breaks its view. The sample is bounded in rows to
 (:data:`SAMPLE_ROWS` at random), so that registering the views stays quick on a large
 table.
 
+Where a type's newest event names a ``dataschema`` that can be read
+(:mod:`eventlake.dataschema`: ``file:`` URIs; ``http(s):`` only with
+``fetch_dataschemas``), the view's columns are the schema's top-level properties, in its
+order and with its types, then any field only the data has, inferred
+(:func:`type_columns`). One that cannot be read leaves the columns to inference, and
+says why (:meth:`TypeColumns.source`).
+
 :func:`event_types` reports per type its count, first and last event, the inferred
-fields, and when its shape changed (a field appeared, disappeared or changed kind).
+fields and where they came from, and when its shape changed (a field appeared,
+disappeared or changed kind).
 
 Inference reads each type's newest events, which costs seconds on a large table (~22 s
 on 5M events here), so its result is kept in the warehouse (:func:`fields_path`,
-written by ``eventlake types`` and by the maintenance job, :func:`save_fields`): a
+written by ``eventlake types`` and by the maintenance job, :func:`save_columns`): a
 session registers the views of the types it knows from there at once and infers only
 the types that are new since.
 
@@ -31,7 +39,7 @@ import itertools
 import json
 import re
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +50,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import CONTEXT_ATTRIBUTES
+from eventlake.dataschema import DataschemaError, read_dataschema, schema_fields
 from eventlake.files import write_atomically
 
 #: Columns of every typed view besides the data's fields, in order.
@@ -134,36 +143,166 @@ def fields_path(warehouse: Path) -> Path:
     return warehouse / FIELDS_FILE
 
 
+@dataclass(frozen=True)
+class TypeColumns:
+    """A typed view's columns of one type (field -> Spark type), and where they came
+    from: its newest event's ``dataschema`` when that was read, else its data."""
+
+    fields: dict[str, str]
+    #: The newest event's dataschema; None when it has none.
+    dataschema: str | None = None
+    #: Why that dataschema was not used (the columns are the data's); None when it was.
+    unread: str | None = None
+
+    @property
+    def from_dataschema(self) -> bool:
+        """Whether the schema gave the columns (those it declares)."""
+        return self.dataschema is not None and self.unread is None
+
+    def source(self) -> str:
+        """Where the columns came from, for a person.
+
+        Example:
+            >>> TypeColumns({}, "https://x/s.json", "http(s) dataschemas are not fetched").source()
+            'data (dataschema https://x/s.json not read: http(s) dataschemas are not fetched)'
+        """
+        if self.dataschema is None:
+            return "data"
+        if self.unread is None:
+            return f"dataschema {self.dataschema}"
+        return f"data (dataschema {self.dataschema} not read: {self.unread})"
+
+
+def save_columns(path: Path, columns: dict[str, TypeColumns]) -> None:
+    """Keep ``columns`` (per type, as :func:`type_columns` gives them) at ``path``,
+    replacing what was there, in one step: the fields under ``types`` as ever, and each
+    type's dataschema (and why it was not read) under ``dataschemas``, a key older
+    readers ignore.
+
+    Example:
+        >>> save_columns(fields_path(settings.warehouse), type_columns(spark, events, ...))
+    """
+    document = {
+        "inferred_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "types": {name: c.fields for name, c in columns.items()},
+        "dataschemas": {
+            name: {"uri": c.dataschema, "unread": c.unread}
+            for name, c in columns.items()
+            if c.dataschema is not None
+        },
+    }
+    write_atomically(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
 def save_fields(path: Path, fields: dict[str, dict[str, str]]) -> None:
     """Keep ``fields`` (per type, field -> Spark type, as :func:`inferred_fields` gives
-    them) at ``path``, replacing what was there, in one step.
+    them) at ``path``, as :func:`save_columns` does, with no dataschema.
 
     Example:
         >>> save_fields(fields_path(settings.warehouse), inferred_fields(spark, events, ...))
     """
-    document = {"inferred_at": datetime.now(UTC).isoformat(timespec="seconds"), "types": fields}
-    write_atomically(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    save_columns(path, {name: TypeColumns(f) for name, f in fields.items()})
+
+
+def _as_dict(value: object) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def load_columns(path: Path) -> dict[str, TypeColumns]:
+    """The columns kept at ``path`` by :func:`save_columns` (or by :func:`save_fields`,
+    also of an older eventlake: no dataschemas); none when there is no such file or it
+    is not one of ours (they are then inferred again).
+
+    Example:
+        >>> load_columns(fields_path(settings.warehouse))["com.example.order.paid"].source()
+        'dataschema file:///schemas/order-paid.json'
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        types = document["types"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    if not isinstance(types, dict):
+        return {}
+    sources = _as_dict(document.get("dataschemas"))
+    columns: dict[str, TypeColumns] = {}
+    for name, fields in types.items():
+        if not isinstance(fields, dict):
+            continue
+        source = _as_dict(sources.get(name))
+        columns[name] = TypeColumns(
+            {str(k): str(v) for k, v in fields.items()},
+            _optional_text(source.get("uri")),
+            _optional_text(source.get("unread")),
+        )
+    return columns
 
 
 def load_fields(path: Path) -> dict[str, dict[str, str]]:
-    """The fields kept at ``path`` by :func:`save_fields`; none when there is no such
-    file or it is not one that :func:`save_fields` wrote (they are then inferred again).
+    """The fields kept at ``path`` (:func:`load_columns`), per type.
 
     Example:
         >>> load_fields(fields_path(settings.warehouse))
         {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
     """
-    try:
-        types = json.loads(path.read_text(encoding="utf-8"))["types"]
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}
-    if not isinstance(types, dict):
-        return {}
-    return {
-        name: {str(k): str(v) for k, v in fields.items()}
-        for name, fields in types.items()
-        if isinstance(fields, dict)
-    }
+    return {name: c.fields for name, c in load_columns(path).items()}
+
+
+def _sampled(
+    spark: SparkSession,
+    events: DataFrame,
+    *,
+    sample_hours: float,
+    sample_rows: int,
+    only: Collection[str] | None,
+) -> tuple[dict[str, dict[str, str]], dict[str, str | None]]:
+    """Per type, the fields inferred from its sample (:func:`inferred_fields`) and its
+    newest event's dataschema; every type is in both, a type without fields too."""
+    seconds = int(sample_hours * 3600)
+    if only is not None:
+        events = events.where(F.col("type").isin(sorted(only)))
+    if "dataschema" not in events.columns:  # a frame of another shape than EVENTS_SCHEMA
+        events = events.withColumn("dataschema", F.lit(None).cast("string"))
+    with _as_view(spark, events) as view:
+        rows = spark.sql(
+            f"""
+            WITH newest AS (
+                SELECT type, max(kafka_timestamp) AS last,
+                    max_by(dataschema, kafka_timestamp) AS dataschema
+                FROM {view} WHERE type IS NOT NULL GROUP BY type
+            ),
+            recent AS (
+                SELECT e.type, e.data_json FROM {view} e JOIN newest n ON e.type = n.type
+                WHERE e.kafka_timestamp >= n.last - make_dt_interval(0, 0, 0, {seconds})
+            ),
+            sized AS (SELECT type, count(*) AS n FROM recent GROUP BY type),
+            -- Sampled before the explode: Spark pushes no filter on rand() below it.
+            sampled AS (
+                SELECT r.type, r.data_json FROM recent r JOIN sized z ON r.type = z.type
+                WHERE rand(35) * z.n < {int(sample_rows)}
+            ),
+            inferred AS (
+                SELECT s.type, f.key, schema_of_variant_agg(f.value) AS field_type
+                FROM sampled s, LATERAL variant_explode(s.data_json) f
+                WHERE f.key IS NOT NULL
+                GROUP BY s.type, f.key
+            )
+            SELECT n.type, n.dataschema, i.key, i.field_type
+            FROM newest n LEFT JOIN inferred i ON n.type = i.type
+            """
+        ).collect()
+    fields: dict[str, dict[str, str]] = {}
+    dataschemas: dict[str, str | None] = {}
+    for row in sorted(rows, key=lambda r: (r["type"], r["key"] or "")):
+        known = fields.setdefault(row["type"], {})
+        dataschemas[row["type"]] = row["dataschema"] or None
+        if row["key"] is not None:
+            known[row["key"]] = widened(row["field_type"])
+    return fields, dataschemas
 
 
 def inferred_fields(
@@ -177,42 +316,101 @@ def inferred_fields(
     """Per event type, its data's top-level fields and their Spark types, inferred with
     ``schema_of_variant_agg`` (decimals :func:`widened`) over a sample of the type's
     newest events: those of the last ``sample_hours`` of Kafka time before its newest
-    one, of which about
-    ``sample_rows`` at random when there are more. Two scans of ``type`` and
-    ``kafka_timestamp``, then one pass over the sample's data. ``only``: these types
-    alone.
+    one, of which about ``sample_rows`` at random when there are more. Two scans of
+    ``type``, ``kafka_timestamp`` and ``dataschema``, then one pass over the sample's
+    data. ``only``: these types alone. The data alone: :func:`type_columns` takes a
+    type's dataschema into account.
 
     Example:
         >>> inferred_fields(spark, events, sample_hours=1.0)
         {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
     """
-    seconds = int(sample_hours * 3600)
-    if only is not None:
-        events = events.where(F.col("type").isin(sorted(only)))
-    with _as_view(spark, events) as view:
-        rows = spark.sql(
-            f"""
-            WITH newest AS (SELECT type, max(kafka_timestamp) AS last FROM {view} GROUP BY type),
-            recent AS (
-                SELECT e.type, e.data_json FROM {view} e JOIN newest n ON e.type = n.type
-                WHERE e.kafka_timestamp >= n.last - make_dt_interval(0, 0, 0, {seconds})
-            ),
-            sized AS (SELECT type, count(*) AS n FROM recent GROUP BY type),
-            -- Sampled before the explode: Spark pushes no filter on rand() below it.
-            sampled AS (
-                SELECT r.type, r.data_json FROM recent r JOIN sized z ON r.type = z.type
-                WHERE rand(35) * z.n < {int(sample_rows)}
-            )
-            SELECT s.type, f.key, schema_of_variant_agg(f.value) AS field_type
-            FROM sampled s, LATERAL variant_explode(s.data_json) f
-            WHERE f.key IS NOT NULL
-            GROUP BY s.type, f.key
-            """
-        ).collect()
-    fields: dict[str, dict[str, str]] = {}
-    for row in sorted(rows, key=lambda r: (r["type"], r["key"])):
-        fields.setdefault(row["type"], {})[row["key"]] = widened(row["field_type"])
+    fields, _ = _sampled(
+        spark, events, sample_hours=sample_hours, sample_rows=sample_rows, only=only
+    )
     return fields
+
+
+def merged_fields(declared: dict[str, str], inferred: dict[str, str]) -> dict[str, str]:
+    """A dataschema's fields in its order, then the fields only the data has: the schema
+    wins for a field it declares; one it does not is still a column.
+
+    Example:
+        >>> merged_fields({"b": "TIMESTAMP", "a": "BIGINT"}, {"a": "DOUBLE", "z": "STRING"})
+        {'b': 'TIMESTAMP', 'a': 'BIGINT', 'z': 'STRING'}
+    """
+    return {**declared, **{k: v for k, v in inferred.items() if k not in declared}}
+
+
+def with_dataschema(
+    inferred: dict[str, str],
+    dataschema: str | None,
+    read: Callable[[str], dict[str, str]],
+) -> TypeColumns:
+    """A type's columns from the fields ``inferred`` from its data and its newest
+    event's ``dataschema``, given ``read`` (URI -> the schema's fields, raising
+    :class:`~eventlake.dataschema.DataschemaError`): the data's alone when there is no
+    dataschema or it cannot be read, with the reason.
+
+    Example:
+        >>> with_dataschema({"n": "DOUBLE"}, "urn:x", read).unread
+        'the scheme urn: is not read'
+    """
+    if dataschema is None:
+        return TypeColumns(inferred)
+    try:
+        declared = read(dataschema)
+    except DataschemaError as error:
+        return TypeColumns(inferred, dataschema, unread=str(error))
+    return TypeColumns(merged_fields(declared, inferred), dataschema)
+
+
+def _schema_reader(fetch_http: bool) -> Callable[[str], dict[str, str]]:
+    """:func:`~eventlake.dataschema.read_dataschema`'s fields, each URI read once (types
+    that share a schema)."""
+    seen: dict[str, dict[str, str] | DataschemaError] = {}
+
+    def read(uri: str) -> dict[str, str]:
+        if uri not in seen:
+            try:
+                seen[uri] = schema_fields(read_dataschema(uri, fetch_http=fetch_http))
+            except DataschemaError as error:
+                seen[uri] = error
+        found = seen[uri]
+        if isinstance(found, DataschemaError):
+            raise found
+        return found
+
+    return read
+
+
+def type_columns(
+    spark: SparkSession,
+    events: DataFrame,
+    *,
+    sample_hours: float,
+    sample_rows: int = SAMPLE_ROWS,
+    only: Collection[str] | None = None,
+    fetch_dataschemas: bool = False,
+) -> dict[str, TypeColumns]:
+    """Per event type, its typed view's columns: :func:`inferred_fields` from its data,
+    and where its newest event names a readable ``dataschema``
+    (:func:`eventlake.dataschema.read_dataschema`; ``fetch_dataschemas``: http(s) ones
+    too), the schema's top-level properties first, with the schema's types
+    (:func:`merged_fields`).
+
+    Example:
+        >>> type_columns(spark, events, sample_hours=1.0)["com.example.order.paid"].source()
+        'dataschema file:///schemas/order-paid.json'
+    """
+    fields, dataschemas = _sampled(
+        spark, events, sample_hours=sample_hours, sample_rows=sample_rows, only=only
+    )
+    read = _schema_reader(fetch_dataschemas)
+    return {
+        event_type: with_dataschema(inferred, dataschemas.get(event_type), read)
+        for event_type, inferred in fields.items()
+    }
 
 
 def sql_string(text: str) -> str:
@@ -287,10 +485,12 @@ def view_fields(
     *,
     sample_hours: float,
     known: dict[str, dict[str, str]] | None = None,
+    fetch_dataschemas: bool = False,
 ) -> dict[str, dict[str, str]]:
     """Per event type in ``events``, its typed view's fields: from ``known``
-    (:func:`load_fields`) for the types there, inferred (:func:`inferred_fields`) for
-    the others.
+    (:func:`load_fields`) for the types there, from :func:`type_columns` (the newest
+    event's dataschema and the data; ``fetch_dataschemas``: http(s) dataschemas too)
+    for the others.
 
     Example:
         >>> view_fields(spark, events, sample_hours=1.0, known=load_fields(path))
@@ -300,8 +500,10 @@ def view_fields(
     fields = {t: (known or {})[t] for t in types if t in (known or {})}
     new = [t for t in types if t not in fields]
     if new:
-        found = inferred_fields(spark, events, sample_hours=sample_hours, only=new)
-        fields.update({t: found.get(t, {}) for t in new})
+        found = type_columns(
+            spark, events, sample_hours=sample_hours, only=new, fetch_dataschemas=fetch_dataschemas
+        )
+        fields.update({t: found[t].fields if t in found else {} for t in new})
     return fields
 
 
@@ -311,16 +513,19 @@ def register_typed_views(
     *,
     sample_hours: float,
     known: dict[str, dict[str, str]] | None = None,
+    fetch_dataschemas: bool = False,
 ) -> dict[str, str]:
     """Register :func:`typed_view` of every event type in ``events`` (fields by
-    :func:`view_fields`) as a temporary view named by :func:`view_names`; returns view
-    name -> type.
+    :func:`view_fields`; ``fetch_dataschemas``: http(s) dataschemas too) as a temporary
+    view named by :func:`view_names`; returns view name -> type.
 
     Example:
         >>> register_typed_views(spark, events, sample_hours=1.0)
         {'type_com_example_order_paid': 'com.example.order.paid'}
     """
-    fields = view_fields(spark, events, sample_hours=sample_hours, known=known)
+    fields = view_fields(
+        spark, events, sample_hours=sample_hours, known=known, fetch_dataschemas=fetch_dataschemas
+    )
     registered: dict[str, str] = {}
     for event_type, name in view_names(list(fields)).items():
         typed_view(events, event_type, fields[event_type]).createOrReplaceTempView(name)
@@ -349,9 +554,17 @@ class EventTypeInfo:
     count: int
     first_seen: datetime | None
     last_seen: datetime | None
-    #: Inferred from the newest events: what the typed view's columns are.
+    #: What the typed view's columns are: from the newest events' data and dataschema.
     fields: dict[str, str]
     history: list[FieldSeen] = field(default_factory=list)
+    #: The newest event's dataschema, and why it was not used (:class:`TypeColumns`).
+    dataschema: str | None = None
+    dataschema_unread: str | None = None
+
+    @property
+    def columns(self) -> TypeColumns:
+        """The view's columns and where they came from."""
+        return TypeColumns(self.fields, self.dataschema, self.dataschema_unread)
 
     def changes(self) -> list[str]:
         """When the type's shape changed, one sentence each, oldest first: a field that
@@ -393,6 +606,9 @@ class EventTypeInfo:
             "first_seen": _when(self.first_seen),
             "last_seen": _when(self.last_seen),
             "fields": self.fields,
+            "columns_from": "dataschema" if self.columns.from_dataschema else "data",
+            "dataschema": self.dataschema,
+            "dataschema_unread": self.dataschema_unread,
             "changes": self.changes(),
         }
 
@@ -402,11 +618,12 @@ def _when(moment: datetime | None) -> str | None:
 
 
 def event_types(
-    spark: SparkSession, events: DataFrame, *, sample_hours: float
+    spark: SparkSession, events: DataFrame, *, sample_hours: float, fetch_dataschemas: bool = False
 ) -> list[EventTypeInfo]:
     """Every event type in ``events``: count, first and last event (Kafka time), its
-    inferred fields (:func:`inferred_fields`) and the kinds of value each field had and
-    when (a pass over every event's data; for ``eventlake types``, not for views).
+    view's fields and where they came from (:func:`type_columns`) and the kinds of value
+    each field had and when (a pass over every event's data; for ``eventlake types``,
+    not for views).
 
     Example:
         >>> [t.type for t in event_types(spark, events, sample_hours=1.0)]
@@ -446,7 +663,9 @@ def event_types(
         history.setdefault(row["type"], []).append(
             FieldSeen(row["key"], row["kind"], row["n"], row["first"], row["last"])
         )
-    fields = inferred_fields(spark, events, sample_hours=sample_hours)
+    columns = type_columns(
+        spark, events, sample_hours=sample_hours, fetch_dataschemas=fetch_dataschemas
+    )
     views = view_names([row["type"] for row in counts if row["type"] is not None])
     return [
         EventTypeInfo(
@@ -455,9 +674,12 @@ def event_types(
             count=row["n"],
             first_seen=row["first"],
             last_seen=row["last"],
-            fields=fields.get(row["type"], {}),
+            fields=found.fields,
             history=sorted(history.get(row["type"], []), key=lambda s: (s.name, s.first_seen)),
+            dataschema=found.dataschema,
+            dataschema_unread=found.unread,
         )
         for row in sorted(counts, key=lambda r: r["type"] or "")
         if row["type"] is not None
+        for found in [columns.get(row["type"], TypeColumns({}))]
     ]

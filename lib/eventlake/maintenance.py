@@ -349,15 +349,16 @@ class MaintenanceSummary:
 
 
 def refresh_type_fields(spark: SparkSession, settings: Settings) -> str:
-    """Infer the typed views' columns of every event type again and keep them in the
-    warehouse (:func:`eventlake.event_types.save_fields`), so that ``eventlake query``
+    """Infer the typed views' columns of every event type again (from its data and
+    dataschema, :func:`eventlake.event_types.type_columns`) and keep them in the
+    warehouse (:func:`eventlake.event_types.save_columns`), so that ``eventlake query``
     follows a type whose shape changed; one line saying what was done.
 
     Example:
         >>> refresh_type_fields(spark, settings)
-        'types: the columns of 3 event types inferred (typed views)'
+        'types: the columns of 3 event types inferred (typed views), 1 from its dataschema'
     """
-    from eventlake.event_types import fields_path, inferred_fields, save_fields
+    from eventlake.event_types import fields_path, save_columns, type_columns
     from eventlake.tables import EVENTS, is_delta_table
 
     path = settings.table_path(EVENTS)
@@ -366,9 +367,21 @@ def refresh_type_fields(spark: SparkSession, settings: Settings) -> str:
     events = spark.read.format("delta").load(str(path))
     if not {"type", "data_json"} <= set(events.columns):
         return "types: the events table has no data_json column yet (the next ingest adds it)"
-    fields = inferred_fields(spark, events, sample_hours=settings.type_sample_hours)
-    save_fields(fields_path(settings.warehouse), fields)
-    return f"types: the columns of {len(fields)} event types inferred (typed views)"
+    columns = type_columns(
+        spark,
+        events,
+        sample_hours=settings.type_sample_hours,
+        fetch_dataschemas=settings.fetch_dataschemas,
+    )
+    save_columns(fields_path(settings.warehouse), columns)
+    line = f"types: the columns of {len(columns)} event types inferred (typed views)"
+    schemas = sum(c.from_dataschema for c in columns.values())
+    unread = sum(c.unread is not None for c in columns.values())
+    if schemas:
+        line += f", {schemas} from {'its' if schemas == 1 else 'their'} dataschema"
+    if unread:
+        line += f", {unread} dataschema{'s' if unread != 1 else ''} not read (eventlake types)"
+    return line
 
 
 def run_maintenance(

@@ -58,6 +58,7 @@ def view_statements(
                 frame,
                 sample_hours=settings.type_sample_hours,
                 known=load_fields(fields_path(settings.warehouse)),
+                fetch_dataschemas=settings.fetch_dataschemas,
             )
             for event_type, name in view_names(list(fields)).items():
                 statements.append((name, typed_view_sql(source, event_type, fields[event_type])))

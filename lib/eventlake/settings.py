@@ -174,6 +174,14 @@ class Settings(BaseSettings):
         description="How much of each event type's newest data (hours of Kafka time before "
         "its last event) the typed views infer their columns from.",
     )
+    # The URI is taken from event data: fetching it would let any producer make the
+    # query host send requests into its network (SSRF). file: dataschemas are read always.
+    fetch_dataschemas: bool = Field(
+        default=False,
+        description="The typed views read an http(s) dataschema of an event type (its "
+        "newest event's) for their columns; off: only file: dataschemas are read, the "
+        "others' columns are inferred from the data.",
+    )
     # Validated by eventlake.quality.config.load_quality_config when a check starts.
     quality: dict[str, Any] = Field(
         default_factory=dict,

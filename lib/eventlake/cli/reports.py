@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from eventlake.cli.common import (
     job_settings,
     refused,
 )
+
+if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
+    from eventlake.event_types import TypeColumns
 
 
 @app.command("compaction-check")
@@ -72,10 +75,11 @@ def types_command(
     warehouse: WarehouseOption = None,
 ) -> None:
     """List the event types in the events table: count, first and last event (Kafka
-    time), the typed view and its columns, and when a type's shape changed (a field
-    appeared, disappeared or changed kind). The columns inferred here are kept in the
-    warehouse: `eventlake query` reads them instead of inferring them again."""
-    from eventlake.event_types import event_types, fields_path, save_fields
+    time), the typed view, its columns and where they came from (the type's dataschema
+    or its data), and when a type's shape changed (a field appeared, disappeared or
+    changed kind). The columns found here are kept in the warehouse: `eventlake query`
+    reads them instead of inferring them again."""
+    from eventlake.event_types import event_types, fields_path, save_columns
     from eventlake.spark import SETUP_ERRORS, build_spark_session
     from eventlake.tables import EVENTS, is_delta_table
     from eventlake.text_table import text_table
@@ -87,8 +91,13 @@ def types_command(
     with refused(*SETUP_ERRORS):
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
-    infos = event_types(spark, events, sample_hours=settings.type_sample_hours)
-    save_fields(fields_path(settings.warehouse), {info.type: info.fields for info in infos})
+    infos = event_types(
+        spark,
+        events,
+        sample_hours=settings.type_sample_hours,
+        fetch_dataschemas=settings.fetch_dataschemas,
+    )
+    save_columns(fields_path(settings.warehouse), {info.type: info.columns for info in infos})
     if as_json:
         typer.echo(json.dumps([info.to_json() for info in infos], indent=2))
         return
@@ -100,15 +109,29 @@ def types_command(
             str(shown["last_seen"]),
             info.view,
             ", ".join(f"{name} {kind}" for name, kind in info.fields.items()) or "-",
+            _columns_from(info.columns),
         ]
         for info in infos
         for shown in [info.to_json()]
     ]
-    columns = ["type", "events", "first seen", "last seen", "view", "columns from data"]
-    typer.echo("\n".join(text_table(columns, cells)))
+    header = ["type", "events", "first seen", "last seen", "view", "columns", "columns from"]
+    typer.echo("\n".join(text_table(header, cells)))
     for info in infos:
+        if info.dataschema_unread is not None:
+            typer.echo(
+                f"{info.type}: dataschema {info.dataschema} not read "
+                f"({info.dataschema_unread}); its columns are inferred from its data"
+            )
         for change in info.changes():
             typer.echo(f"{info.type}: {change}")
+
+
+def _columns_from(columns: TypeColumns) -> str:
+    """The ``columns from`` cell: ``dataschema <uri>``, or ``data`` (with a mark when a
+    dataschema was not read; the line below the table says why)."""
+    if columns.from_dataschema:
+        return f"dataschema {columns.dataschema}"
+    return "data" if columns.unread is None else "data (dataschema not read)"
 
 
 @app.command()
