@@ -9,8 +9,8 @@ republished; :func:`planned_records` and :func:`planned_rejects` split the plan.
   key, so nothing is lost or reordered), ``null-key``, or ``reject``;
 * the event is untouched: with ``to_mode="keep"`` the value and every header (order and
   duplicates included) are copied byte for byte. ``binary``/``structured`` convert
-  events exactly (:mod:`eventlake.republish.encode`); events already in that mode are
-  copied;
+  events exactly; events already in that mode are copied. Conversion and Key Mapper are
+  the JVM encoder's (:mod:`eventlake.republish.encode`);
 * header transforms can never touch the event's own headers (``ce_*`` and
   ``content-type``): drop headers by name, copy an attribute into a header, insert a
   literal header, and (to structured only) copy a header into an extension attribute
@@ -48,7 +48,8 @@ from eventlake.binding import (
 from eventlake.republish.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
-    ContentMode,
+    MAPPED_KEY,
+    TargetMode,
     attribute_text,
     encode_as,
     header,
@@ -136,21 +137,11 @@ def plan_republish(
     structured = F.col("content_mode") == CONTENT_MODE_STRUCTURED
     staged = decoded
 
-    # Key Mapper: the event itself is never changed for the key.
+    # Content mode and Key Mapper in one pass of the JVM encoder: value and headers as-is
+    # unless the event changes mode; the key from the attribute (the event itself is
+    # never changed for the key).
     attribute = request.key_attribute
-    if attribute is None:
-        key: Column = F.col("kafka_key")
-        missing: Column = F.lit(False)
-    else:
-        key_text = attribute_text(attribute)
-        missing = valid & key_text.isNull()
-        fallback = (
-            F.lit(None).cast("binary") if request.on_missing == "null-key" else F.col("kafka_key")
-        )
-        key = F.when(valid & key_text.isNotNull(), F.encode(key_text, "UTF-8")).otherwise(fallback)
-
-    # Content mode: value and headers as-is unless the event changes mode.
-    if request.to_mode == KEEP:
+    if request.to_mode == KEEP and attribute is None:
         staged = staged.withColumns(
             {
                 ENCODED_VALUE: F.col("kafka_value"),
@@ -158,7 +149,17 @@ def plan_republish(
             }
         )
     else:
-        staged = encode_as(staged, cast(ContentMode, request.to_mode))
+        staged = encode_as(staged, cast(TargetMode, request.to_mode), key_attribute=attribute)
+    if attribute is None:
+        key: Column = F.col("kafka_key")
+        missing: Column = F.lit(False)
+    else:
+        mapped = F.col(MAPPED_KEY)
+        missing = valid & mapped.isNull()
+        fallback = (
+            F.lit(None).cast("binary") if request.on_missing == "null-key" else F.col("kafka_key")
+        )
+        key = F.when(mapped.isNotNull(), mapped).otherwise(fallback)
     value = F.col(ENCODED_VALUE)
     for header_name, extension in request.header_attributes:
         text = header_text(header_name)
@@ -265,7 +266,7 @@ def plan_republish(
             "republish_reason": reason,
             "republish_detail": F.substring(detail, 1, DETAIL_MAX_CHARS),
         }
-    ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS)
+    ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS, MAPPED_KEY)
 
 
 def planned_rejects(planned: DataFrame, target: str) -> DataFrame:
