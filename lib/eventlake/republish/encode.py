@@ -1,12 +1,12 @@
 """The binding in the sender's direction: rows of :func:`eventlake.binding.decode_records`
 encoded back into Kafka records, in binary or structured (JSON format) content mode,
-with the Key Mapper's key.
+with the Key Mapper's key and a republish hop's header transforms and routing trail.
 
 The rules run on the JVM, beside the decoder: ``lib/jvm``'s
 ``io.eventlake.cloudevents.KafkaEncoder``, registered in every eventlake SparkSession as
-the SQL function ``cloudevents_to_kafka(event, value, headers, mode[, key_attribute])``
-(a Catalyst expression, as spark-avro's ``to_avro`` is beside ``from_avro``). It is
-exact, so that converting an event between modes never changes the event:
+the SQL function ``cloudevents_to_kafka(event, value, headers, mode[, key_attribute[,
+hop]])`` (a Catalyst expression, as spark-avro's ``to_avro`` is beside ``from_avro``).
+It is exact, so that converting an event between modes never changes the event:
 
 * binary -> structured: attributes and extensions become JSON string members with
   their header text as-is (``time`` keeps its original text, not a re-formatted
@@ -34,6 +34,12 @@ Headers that are not CloudEvents headers (neither ``ce_*`` nor ``content-type``)
 carried over in their order, duplicates included. A record already in the wanted mode,
 and a row that is not a valid event, is copied byte for byte.
 
+A :class:`Hop` then applies, in this order: a header copied into an extension the event
+lacks (as the JSON object's first member; a JSON null member counts as present), headers
+dropped by name, attributes copied into headers, literal headers, and the routing
+trail's entry (the record's topic, partition, offset and timestamp, the target and the
+time of the hop, as Spark's ``to_json`` of that struct writes it).
+
 Example:
     >>> valid = decode_records(kafka_rows).where("reject_reason IS NULL")
     >>> out = valid.transform(encode_as, "structured")  # + encoded_value, encoded_headers
@@ -41,6 +47,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from pyspark.sql import Column, DataFrame
@@ -65,7 +73,7 @@ MAPPED_KEY: Final = "mapped_key"
 
 #: The JVM side of the sender (lib/jvm): one Catalyst expression, one pass per record.
 ENCODER_FUNCTION: Final = "cloudevents_to_kafka"
-#: Copy every record as it is (only the Key Mapper runs).
+#: Copy every record as it is (only the Key Mapper and the hop run).
 KEEP_MODE: Final = "keep"
 
 ContentMode = Literal["binary", "structured"]
@@ -81,12 +89,62 @@ _EVENT_COLUMNS: Final = (
     "content_mode",
     "reject_reason",
 )
+#: The decoded columns that place a record, for the trail.
+_PLACE_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 
 
-def cloudevents_to_kafka(mode: TargetMode, key_attribute: str | None = None) -> Column:
+@dataclass(frozen=True)
+class Hop:
+    """What a republish hop does to every record besides encoding it: header transforms
+    and the routing trail (see the module docstring for their order). The options are
+    trusted here: :class:`eventlake.republish.request.RepublishRequest` checks them.
+
+    Example:
+        >>> Hop(insert_headers=(("team", "payments"),), trail_header="trail", target="b")
+    """
+
+    #: (header, extension): the first such header becomes the extension if it is new.
+    header_attributes: tuple[tuple[str, str], ...] = ()
+    #: Header names removed (every occurrence).
+    drop_headers: tuple[str, ...] = ()
+    #: (attribute, header): the attribute's text appended as a header when present.
+    attribute_headers: tuple[tuple[str, str], ...] = ()
+    #: (name, text): headers appended to every record.
+    insert_headers: tuple[tuple[str, str], ...] = ()
+    #: The routing trail's header; None for no trail.
+    trail_header: str | None = None
+    #: The target topic, as the trail's entries name it.
+    target: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when the hop changes nothing."""
+        return self == Hop()
+
+    def to_json(self) -> str:
+        """The hop as the JVM encoder takes it (``KafkaEncoder.Hop.fromJson``).
+
+        Example:
+            >>> Hop(drop_headers=("debug",)).to_json()[:30]
+            '{"header_attributes": [], "dro'
+        """
+        return json.dumps(
+            {
+                "header_attributes": [list(pair) for pair in self.header_attributes],
+                "drop_headers": list(self.drop_headers),
+                "attribute_headers": [list(pair) for pair in self.attribute_headers],
+                "insert_headers": [list(pair) for pair in self.insert_headers],
+                "trail_header": self.trail_header,
+                "target": self.target,
+            }
+        )
+
+
+def cloudevents_to_kafka(
+    mode: TargetMode, key_attribute: str | None = None, hop: Hop | None = None
+) -> Column:
     """Each row of :func:`~eventlake.binding.decode_records` as the Kafka record to write:
     a struct of ``value``, ``headers`` and ``key`` (the ``key_attribute``'s text, null
-    without one or when the event lacks it).
+    without one or when the event lacks it), after the ``hop``'s transforms and trail.
 
     The rules run on the JVM (``io.eventlake.cloudevents.KafkaEncoder``): no per-record
     Python.
@@ -96,33 +154,55 @@ def cloudevents_to_kafka(mode: TargetMode, key_attribute: str | None = None) -> 
     """
     if mode not in (CONTENT_MODE_BINARY, CONTENT_MODE_STRUCTURED, KEEP_MODE):
         raise ValueError(f"content mode must be 'binary', 'structured' or 'keep', not {mode!r}")
-    event = F.struct(*[F.col(name) for name in _EVENT_COLUMNS])
+    hop = hop or Hop()
+    if hop.trail_header is not None and not hop.target:
+        raise ValueError("a hop with a routing trail needs its target topic")
+    fields = [F.col(name) for name in _EVENT_COLUMNS]
+    if hop.trail_header is not None:
+        # The trail's entry: where the record was read, and when this hop ran.
+        fields += [F.col(name) for name in _PLACE_COLUMNS]
+        fields.append(F.current_timestamp().alias("hop_at"))
     return F.call_function(
         ENCODER_FUNCTION,
-        event,
+        F.struct(*fields),
         F.col("kafka_value"),
         F.col("kafka_headers"),
         F.lit(mode),
         F.lit(key_attribute).cast("string"),
+        F.lit(None if hop.is_empty() else hop.to_json()).cast("string"),
     )
 
 
 def encode_as(
-    decoded: DataFrame, mode: TargetMode, *, key_attribute: str | None = None
+    decoded: DataFrame,
+    mode: TargetMode,
+    *,
+    key_attribute: str | None = None,
+    hop: Hop | None = None,
 ) -> DataFrame:
     """Add ``encoded_value`` and ``encoded_headers``: each valid event of ``decoded`` as a
-    Kafka record in ``mode`` (``keep``: as it is). Records already in that mode keep
-    value and headers as-is. With ``key_attribute``, also add ``mapped_key``: the Key
-    Mapper's key (null when the event lacks the attribute).
+    Kafka record in ``mode`` (``keep``: as it is), then the ``hop``'s header transforms
+    and trail. Records already in that mode keep value and headers as-is. With
+    ``key_attribute``, also add ``mapped_key``: the Key Mapper's key (null when the event
+    lacks the attribute).
 
-    Rows with a ``reject_reason`` (not valid events) are left as they are; the record
-    key is never touched.
+    Rows with a ``reject_reason`` (not valid events) are left as they are, but for the
+    hop's literal headers and trail; the record key is never touched.
 
     Example:
         >>> valid = decode_records(raw).where("reject_reason IS NULL")
         >>> valid.transform(encode_as, "binary").select("kafka_key", "encoded_value")
     """
-    encoded = decoded.withColumn("_encoded", cloudevents_to_kafka(mode, key_attribute))
+    if mode == KEEP_MODE and key_attribute is None and (hop is None or hop.is_empty()):
+        # Nothing to do on the JVM: the record as read.
+        empty = F.array().cast(KAFKA_HEADERS_TYPE)
+        return decoded.withColumns(
+            {
+                ENCODED_VALUE: F.col("kafka_value"),
+                ENCODED_HEADERS: F.coalesce(F.col("kafka_headers"), empty),
+            }
+        )
+    encoded = decoded.withColumn("_encoded", cloudevents_to_kafka(mode, key_attribute, hop))
     # A projection of its own: the fields below are picked from it, and Spark does not
     # merge the two when that would run the encoder once per field.
     columns = {
@@ -132,48 +212,3 @@ def encode_as(
     if key_attribute is not None:
         columns[MAPPED_KEY] = F.col("_encoded.key")
     return encoded.withColumns(columns).drop("_encoded")
-
-
-def record_headers() -> Column:
-    """The decoded record's Kafka headers; an empty array when it has none.
-
-    Example:
-        >>> decoded.select(F.size(record_headers()).alias("headers"))
-    """
-    return F.coalesce(F.col("kafka_headers"), F.array().cast(KAFKA_HEADERS_TYPE))
-
-
-def header(name: str, value: Column) -> Column:
-    """One Kafka header as the struct Spark's Kafka sink takes (``value`` as binary).
-
-    Example:
-        >>> F.array(header("origin", F.encode(F.lit("eu"), "UTF-8")))
-    """
-    return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
-
-
-def header_text(name: str) -> Column:
-    """First header called ``name`` of the decoded record as a string; null when absent.
-
-    Example:
-        >>> decoded.select(header_text("origin").alias("origin"))
-    """
-    first = F.try_element_at(F.filter(record_headers(), lambda h: h["key"] == name), F.lit(1))
-    return first["value"].cast("string")
-
-
-def attribute_text(name: str) -> Column:
-    """An attribute or extension of a decoded row as text; null when the event lacks it.
-
-    ``time`` is its text as sent, which the encoder reads from the record (the decoded
-    ``time`` column is a timestamp: it lost the UTC offset and digits beyond
-    microseconds).
-
-    Example:
-        >>> decoded.select(attribute_text("partitionkey"), attribute_text("subject"))
-    """
-    if name == "time":
-        return cloudevents_to_kafka(KEEP_MODE, name)["key"].cast("string")
-    if name in CONTEXT_ATTRIBUTES:
-        return F.col(name)
-    return F.try_element_at(F.col("extensions"), F.lit(name))

@@ -26,15 +26,18 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * {@code cloudevents_to_kafka(event, value, headers, mode[, key_attribute])}: the sender
- * side of the Kafka binding as a Catalyst expression, the inverse of {@link
+ * {@code cloudevents_to_kafka(event, value, headers, mode[, key_attribute[, hop]])}: the
+ * sender side of the Kafka binding as a Catalyst expression, the inverse of {@link
  * CloudEventsFromKafka}. {@code event} is a struct of the decoder's fields (see {@link
  * #EVENT_FIELDS}; extra fields are ignored), {@code value} and {@code headers} the record
- * as read; {@code mode} ({@code binary}, {@code structured} or {@code keep}) and {@code
- * key_attribute} (null: no Key Mapper) are constants. The result is a struct of the record
- * to write: {@code value}, {@code headers} and {@code key} (the Key Mapper's key, null when
- * the event lacks the attribute). Every rule lives in {@link KafkaEncoder}; this class only
- * moves Spark's internal values in and out, as the decoder's does.
+ * as read; {@code mode} ({@code binary}, {@code structured} or {@code keep}), {@code
+ * key_attribute} (null: no Key Mapper) and {@code hop} (JSON text of a {@link
+ * KafkaEncoder.Hop}: header transforms and routing trail; null: none) are constants. With
+ * a trail, the event struct also carries the record's place ({@link #PLACE_FIELDS}). The
+ * result is a struct of the record to write: {@code value}, {@code headers} and {@code
+ * key} (the Key Mapper's key, null when the event lacks the attribute). Every rule lives
+ * in {@link KafkaEncoder}; this class only moves Spark's internal values in and out, as
+ * the decoder's does.
  *
  * <p>Generated code calls {@link #encode} once per record, for the reason given on {@link
  * CloudEventsFromKafka}: a {@code CodegenFallback} would keep the projection out of
@@ -68,6 +71,19 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
    * order {@link #toDecoded} reads them. */
   public static final Map<String, DataType> EVENT_FIELDS = eventFields();
 
+  /** The event struct's fields that place the record, for a hop's trail entry. */
+  public static final Map<String, DataType> PLACE_FIELDS = placeFields();
+
+  private static Map<String, DataType> placeFields() {
+    Map<String, DataType> fields = new LinkedHashMap<>();
+    fields.put("kafka_topic", DataTypes.StringType);
+    fields.put("kafka_partition", DataTypes.IntegerType);
+    fields.put("kafka_offset", DataTypes.LongType);
+    fields.put("kafka_timestamp", DataTypes.TimestampType);
+    fields.put("hop_at", DataTypes.TimestampType);
+    return java.util.Collections.unmodifiableMap(fields);
+  }
+
   private static Map<String, DataType> eventFields() {
     Map<String, DataType> fields = new LinkedHashMap<>();
     for (String name : STRING_ATTRIBUTES) {
@@ -87,18 +103,27 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   private final Expression headers;
   private final String mode;
   private final String keyAttribute;
+  private final KafkaEncoder.Hop hop;
+
+  /** The session's time zone: the trail writes its timestamps there, as to_json would. */
+  private final String zone;
+
   private final scala.collection.immutable.Seq<Expression> children;
 
-  /** Ordinals of {@link #EVENT_FIELDS} in the event struct, found on first use. */
+  /** Ordinals of {@link #EVENT_FIELDS}, then {@link #PLACE_FIELDS} with a trail. */
   private transient int[] ordinals;
 
+  private transient java.time.ZoneId zoneId;
+
   public CloudEventsToKafka(Expression event, Expression value, Expression headers, String mode,
-      String keyAttribute) {
+      String keyAttribute, KafkaEncoder.Hop hop, String zone) {
     this.event = event;
     this.value = value;
     this.headers = headers;
     this.mode = Objects.requireNonNull(mode, "mode");
     this.keyAttribute = keyAttribute;
+    this.hop = Objects.requireNonNull(hop, "hop");
+    this.zone = Objects.requireNonNull(zone, "zone");
     this.children =
         scala.jdk.javaapi.CollectionConverters.asScala(List.of(event, value, headers)).toList();
   }
@@ -129,7 +154,10 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
 
   @Override
   public TypeCheckResult checkInputDataTypes() {
-    String problem = eventProblem(event.dataType());
+    String problem = eventProblem(event.dataType(), EVENT_FIELDS);
+    if (problem == null && hop.hasTrail()) {
+      problem = eventProblem(event.dataType(), PLACE_FIELDS);
+    }
     boolean valueOk = value.dataType().equals(DataTypes.BinaryType)
         || value.dataType().equals(DataTypes.NullType);
     boolean headersOk = headers.dataType() instanceof ArrayType array
@@ -151,11 +179,11 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   }
 
   /** What is wrong with the event struct's type; null when nothing is. */
-  private static String eventProblem(DataType type) {
+  private static String eventProblem(DataType type, Map<String, DataType> fields) {
     if (!(type instanceof StructType struct)) {
       return "a struct of the decoder's fields as event; got " + type.simpleString();
     }
-    for (Map.Entry<String, DataType> wanted : EVENT_FIELDS.entrySet()) {
+    for (Map.Entry<String, DataType> wanted : fields.entrySet()) {
       scala.Option<StructField> found = struct.getFieldIndex(wanted.getKey()).map(struct::apply);
       if (found.isEmpty() || !sameType(found.get().dataType(), wanted.getValue())) {
         return "an event struct with " + wanted.getKey() + " "
@@ -175,10 +203,13 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   private int[] ordinals() {
     if (ordinals == null) {
       StructType struct = (StructType) event.dataType();
-      int[] found = new int[EVENT_FIELDS.size()];
-      int i = 0;
-      for (String name : EVENT_FIELDS.keySet()) {
-        found[i++] = struct.fieldIndex(name);
+      List<String> names = new java.util.ArrayList<>(EVENT_FIELDS.keySet());
+      if (hop.hasTrail()) {
+        names.addAll(PLACE_FIELDS.keySet());
+      }
+      int[] found = new int[names.size()];
+      for (int i = 0; i < found.length; i++) {
+        found[i] = struct.fieldIndex(names.get(i));
       }
       ordinals = found;
     }
@@ -204,8 +235,8 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
       keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
       values[i] = header.isNullAt(1) ? null : header.getBinary(1);
     }
-    KafkaEncoder.Encoded encoded = KafkaEncoder.encode(
-        toDecoded(eventRow), valueBytes, keys, values, count, mode, keyAttribute);
+    KafkaEncoder.Encoded encoded = KafkaEncoder.encode(toDecoded(eventRow), valueBytes, keys,
+        values, count, mode, keyAttribute, hop, hop.hasTrail() ? place(eventRow) : null);
     Object[] headerRows = new Object[encoded.headerKeys.size()];
     for (int i = 0; i < headerRows.length; i++) {
       headerRows[i] = new GenericInternalRow(new Object[] {
@@ -213,6 +244,22 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
     }
     return new GenericInternalRow(
         new Object[] {encoded.value, new GenericArrayData(headerRows), encoded.key});
+  }
+
+  /** Where the record was read and when the hop runs, from the event struct. */
+  private KafkaEncoder.Place place(InternalRow row) {
+    int[] at = ordinals();
+    int first = EVENT_FIELDS.size();
+    if (zoneId == null) {
+      zoneId = java.time.ZoneId.of(zone);
+    }
+    return new KafkaEncoder.Place(
+        row.isNullAt(at[first]) ? null : row.getUTF8String(at[first]).toString(),
+        row.isNullAt(at[first + 1]) ? null : row.getInt(at[first + 1]),
+        row.isNullAt(at[first + 2]) ? null : row.getLong(at[first + 2]),
+        row.isNullAt(at[first + 3]) ? null : row.getLong(at[first + 3]),
+        row.isNullAt(at[first + 4]) ? null : row.getLong(at[first + 4]),
+        zoneId);
   }
 
   /** The decoder's fields back in its own shape, as {@link KafkaEncoder} takes them. */
@@ -279,12 +326,12 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   public Expression withNewChildrenInternal(
       scala.collection.immutable.IndexedSeq<Expression> newChildren) {
     return new CloudEventsToKafka(newChildren.apply(0), newChildren.apply(1),
-        newChildren.apply(2), mode, keyAttribute);
+        newChildren.apply(2), mode, keyAttribute, hop, zone);
   }
 
   @Override
   public int productArity() {
-    return 5;
+    return 7;
   }
 
   @Override
@@ -295,6 +342,8 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
       case 2 -> headers;
       case 3 -> mode;
       case 4 -> keyAttribute;
+      case 5 -> hop;
+      case 6 -> zone;
       default -> throw new IndexOutOfBoundsException(n);
     };
   }
@@ -311,11 +360,13 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
         && value.equals(that.value)
         && headers.equals(that.headers)
         && mode.equals(that.mode)
-        && Objects.equals(keyAttribute, that.keyAttribute);
+        && Objects.equals(keyAttribute, that.keyAttribute)
+        && hop.equals(that.hop)
+        && zone.equals(that.zone);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(NAME, event, value, headers, mode, keyAttribute);
+    return Objects.hash(NAME, event, value, headers, mode, keyAttribute, hop, zone);
   }
 }

@@ -56,10 +56,11 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
         CloudEventsToKafka.class.getName(),
         null,
         CloudEventsToKafka.NAME,
-        "_FUNC_(event, value, headers, mode[, key_attribute]) - Encodes a decoded event back "
-            + "into a Kafka record by the CloudEvents Kafka binding, in mode 'binary', "
-            + "'structured' or 'keep', with the Key Mapper's key when key_attribute is given: "
-            + "a struct of value, headers and key.",
+        "_FUNC_(event, value, headers, mode[, key_attribute[, hop]]) - Encodes a decoded "
+            + "event back into a Kafka record by the CloudEvents Kafka binding, in mode "
+            + "'binary', 'structured' or 'keep', with the Key Mapper's key when key_attribute "
+            + "is given and a republish hop's header transforms and routing trail when hop "
+            + "(JSON) is: a struct of value, headers and key.",
         "",
         "",
         "",
@@ -71,19 +72,22 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
 
   /** {@code cloudevents_to_kafka}'s builder: mode and key_attribute must be constants. */
   private static Expression encoder(Seq<Expression> arguments) {
-    if (arguments.size() != 4 && arguments.size() != 5) {
+    if (arguments.size() < 4 || arguments.size() > 6) {
       throw new IllegalArgumentException(
-          CloudEventsToKafka.NAME + " takes 4 or 5 arguments (event, value, headers, mode"
-              + "[, key_attribute]), got " + arguments.size());
+          CloudEventsToKafka.NAME + " takes 4 to 6 arguments (event, value, headers, mode"
+              + "[, key_attribute[, hop]]), got " + arguments.size());
     }
     String mode = constantText(arguments.apply(3), "mode");
     if (mode == null) {
       throw new IllegalArgumentException(CloudEventsToKafka.NAME + ": mode must not be null");
     }
-    String keyAttribute = arguments.size() == 5 ? constantText(arguments.apply(4), "key_attribute")
+    String keyAttribute = arguments.size() >= 5 ? constantText(arguments.apply(4), "key_attribute")
         : null;
+    String hop = arguments.size() == 6 ? constantText(arguments.apply(5), "hop") : null;
     return new CloudEventsToKafka(
-        arguments.apply(0), arguments.apply(1), arguments.apply(2), mode, keyAttribute);
+        arguments.apply(0), arguments.apply(1), arguments.apply(2), mode, keyAttribute,
+        hop == null ? KafkaEncoder.Hop.NONE : KafkaEncoder.Hop.fromJson(hop),
+        org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
   }
 
   private static String constantText(Expression argument, String name) {

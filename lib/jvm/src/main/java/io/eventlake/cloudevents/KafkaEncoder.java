@@ -6,12 +6,19 @@ import com.fasterxml.jackson.core.JsonToken;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -37,7 +44,10 @@ import java.util.TreeMap;
  *       their order, duplicates included; a record already in the wanted mode (or not a
  *       valid event) is copied byte for byte;
  *   <li>Key Mapper (3.1): the key is the text of a named attribute or extension, such as
- *       {@code partitionkey}; null when the event does not have it.
+ *       {@code partitionkey}; null when the event does not have it;
+ *   <li>a republish hop ({@link Hop}), after the conversion: a header copied into an
+ *       extension the event lacks (structured target), headers dropped by name, attributes
+ *       copied into headers, literal headers, and the routing trail's entry appended.
  * </ul>
  */
 public final class KafkaEncoder {
@@ -103,6 +113,27 @@ public final class KafkaEncoder {
       int headerCount,
       String mode,
       String keyAttribute) {
+    return encode(event, value, headerKeys, headerValues, headerCount, mode, keyAttribute,
+        Hop.NONE, null);
+  }
+
+  /**
+   * Encodes one decoded record for the target {@code mode}, then applies a republish
+   * {@code hop} to it.
+   *
+   * @param hop header transforms and routing trail; {@link Hop#NONE} for none
+   * @param place where the record was read and when the hop runs; needed for a trail
+   */
+  public static Encoded encode(
+      KafkaBinding.Decoded event,
+      byte[] value,
+      String[] headerKeys,
+      byte[][] headerValues,
+      int headerCount,
+      String mode,
+      String keyAttribute,
+      Hop hop,
+      Place place) {
     if (!KafkaBinding.BINARY.equals(mode) && !KafkaBinding.STRUCTURED.equals(mode)
         && !KEEP.equals(mode)) {
       throw new IllegalArgumentException(
@@ -113,7 +144,8 @@ public final class KafkaEncoder {
     // Read the structured value only when its time text or data member is needed.
     StructuredMembers members = null;
     boolean toBinary = valid && structured && KafkaBinding.BINARY.equals(mode);
-    if (toBinary || (valid && structured && "time".equals(keyAttribute))) {
+    if (valid && structured && (toBinary || "time".equals(keyAttribute)
+        || hop.needsStructuredMembers())) {
       members = StructuredMembers.read(value);
     }
     String time = !valid ? null
@@ -139,7 +171,276 @@ public final class KafkaEncoder {
       String text = attributeText(event, time, keyAttribute);
       out.key = text == null ? null : text.getBytes(StandardCharsets.UTF_8);
     }
+    applyHop(out, hop, place, valid ? event : null, time, members, headerKeys, headerValues,
+        headerCount);
     return out;
+  }
+
+  /**
+   * What a republish hop does to every record besides encoding it, in this order: header
+   * to extension (on the value), drop headers, attribute to header, literal headers, the
+   * trail's entry. Transforms never touch {@code ce_*} or {@code content-type}: the
+   * Python side refuses such requests before anything runs.
+   */
+  public static final class Hop implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** No transforms and no trail. */
+    public static final Hop NONE = new Hop(List.of(), List.of(), List.of(), List.of(), null, null);
+
+    /** (header, extension): the first such header becomes the extension if it is new. */
+    final List<Pair> headerAttributes;
+
+    /** Header names removed (every occurrence). */
+    final Set<String> dropHeaders;
+
+    /** (attribute, header): the attribute's text appended as a header when present. */
+    final List<Pair> attributeHeaders;
+
+    /** (name, text): headers appended to every record. */
+    final List<Pair> insertHeaders;
+
+    /** The routing trail's header; null for no trail. */
+    final String trailHeader;
+
+    /** The target topic, as the trail's entries name it. */
+    final String target;
+
+    /** Two strings. */
+    public record Pair(String first, String second) implements Serializable {}
+
+    public Hop(List<Pair> headerAttributes, List<String> dropHeaders,
+        List<Pair> attributeHeaders, List<Pair> insertHeaders, String trailHeader,
+        String target) {
+      this.headerAttributes = List.copyOf(headerAttributes);
+      this.dropHeaders = Set.copyOf(dropHeaders);
+      this.attributeHeaders = List.copyOf(attributeHeaders);
+      this.insertHeaders = List.copyOf(insertHeaders);
+      this.trailHeader = trailHeader;
+      this.target = target;
+    }
+
+    /**
+     * A hop from its JSON text (what the Python side passes as a constant), e.g. {@code
+     * {"header_attributes":[["origin","origin"]],"drop_headers":["debug"],
+     * "attribute_headers":[["subject","x-subject"]],"insert_headers":[["team","x"]],
+     * "trail_header":"eventlake-trail","target":"orders"}}; members may be left out.
+     *
+     * @throws IllegalArgumentException when the text is not such an object
+     */
+    public static Hop fromJson(String text) {
+      List<Pair> headerAttributes = new ArrayList<>();
+      List<String> dropHeaders = new ArrayList<>();
+      List<Pair> attributeHeaders = new ArrayList<>();
+      List<Pair> insertHeaders = new ArrayList<>();
+      String trailHeader = null;
+      String target = null;
+      try (JsonParser json = JsonEvent.FACTORY.createParser(text)) {
+        expect(json.nextToken(), JsonToken.START_OBJECT);
+        while (json.nextToken() == JsonToken.FIELD_NAME) {
+          String name = json.currentName();
+          JsonToken token = json.nextToken();
+          switch (name) {
+            case "header_attributes" -> readPairs(json, token, headerAttributes);
+            case "attribute_headers" -> readPairs(json, token, attributeHeaders);
+            case "insert_headers" -> readPairs(json, token, insertHeaders);
+            case "drop_headers" -> {
+              expect(token, JsonToken.START_ARRAY);
+              while (json.nextToken() == JsonToken.VALUE_STRING) {
+                dropHeaders.add(json.getText());
+              }
+              expect(json.currentToken(), JsonToken.END_ARRAY);
+            }
+            case "trail_header" -> trailHeader = token == JsonToken.VALUE_NULL ? null
+                : stringOf(json, token);
+            case "target" -> target = token == JsonToken.VALUE_NULL ? null
+                : stringOf(json, token);
+            default -> throw new IOException("unknown member " + name);
+          }
+        }
+        if (json.nextToken() != null) {
+          throw new IOException("more than one JSON value");
+        }
+      } catch (IOException e) {
+        throw new IllegalArgumentException("not a republish hop: " + e.getMessage(), e);
+      }
+      if (trailHeader != null && target == null) {
+        throw new IllegalArgumentException("a republish hop with a trail needs its target");
+      }
+      return new Hop(headerAttributes, dropHeaders, attributeHeaders, insertHeaders,
+          trailHeader, target);
+    }
+
+    private static void readPairs(JsonParser json, JsonToken token, List<Pair> pairs)
+        throws IOException {
+      expect(token, JsonToken.START_ARRAY);
+      while (json.nextToken() == JsonToken.START_ARRAY) {
+        String first = stringOf(json, json.nextToken());
+        String second = stringOf(json, json.nextToken());
+        expect(json.nextToken(), JsonToken.END_ARRAY);
+        pairs.add(new Pair(first, second));
+      }
+      expect(json.currentToken(), JsonToken.END_ARRAY);
+    }
+
+    private static String stringOf(JsonParser json, JsonToken token) throws IOException {
+      expect(token, JsonToken.VALUE_STRING);
+      return json.getText();
+    }
+
+    private static void expect(JsonToken token, JsonToken wanted) throws IOException {
+      if (token != wanted) {
+        throw new IOException("expected " + wanted + ", got " + token);
+      }
+    }
+
+    @Override
+    public boolean equals(Object other) {
+      return other instanceof Hop that
+          && headerAttributes.equals(that.headerAttributes)
+          && dropHeaders.equals(that.dropHeaders)
+          && attributeHeaders.equals(that.attributeHeaders)
+          && insertHeaders.equals(that.insertHeaders)
+          && java.util.Objects.equals(trailHeader, that.trailHeader)
+          && java.util.Objects.equals(target, that.target);
+    }
+
+    @Override
+    public int hashCode() {
+      return java.util.Objects.hash(headerAttributes, dropHeaders, attributeHeaders,
+          insertHeaders, trailHeader, target);
+    }
+
+    @Override
+    public String toString() {
+      return "Hop(headerAttributes=" + headerAttributes + ", dropHeaders=" + dropHeaders
+          + ", attributeHeaders=" + attributeHeaders + ", insertHeaders=" + insertHeaders
+          + ", trailHeader=" + trailHeader + ", target=" + target + ")";
+    }
+
+    boolean needsStructuredMembers() {
+      return !headerAttributes.isEmpty();
+    }
+
+    boolean hasTrail() {
+      return trailHeader != null;
+    }
+  }
+
+  /**
+   * Where a record was read and when the hop runs, for its trail entry: timestamps in
+   * microseconds since the epoch, written in {@code zone} as Spark's {@code to_json}
+   * writes them. A null field is left out of the entry, as {@code to_json} leaves it.
+   */
+  public record Place(String topic, Integer partition, Long offset, Long timestampMicros,
+      Long atMicros, ZoneId zone) {}
+
+  private static void applyHop(Encoded out, Hop hop, Place place, KafkaBinding.Decoded event,
+      String time, StructuredMembers members, String[] headerKeys, byte[][] headerValues,
+      int headerCount) {
+    if (event != null && out.value != null) {
+      Set<String> added = new HashSet<>();
+      for (Hop.Pair pair : hop.headerAttributes) {
+        byte[] headerValue = firstHeader(pair.first(), headerKeys, headerValues, headerCount);
+        String extension = pair.second();
+        // A JSON null member is no attribute, but a second member would be a duplicate.
+        boolean present = attributeText(event, time, extension) != null
+            || (members != null && members.names.contains(extension))
+            || added.contains(extension);
+        if (headerValue != null && Utf8.isValid(headerValue) && !present) {
+          out.value = withFirstMember(out.value, extension,
+              new String(headerValue, StandardCharsets.UTF_8));
+          added.add(extension);
+        }
+      }
+    }
+    if (!hop.dropHeaders.isEmpty()) {
+      for (int i = out.headerKeys.size() - 1; i >= 0; i--) {
+        if (hop.dropHeaders.contains(out.headerKeys.get(i))) {
+          out.headerKeys.remove(i);
+          out.headerValues.remove(i);
+        }
+      }
+    }
+    for (Hop.Pair pair : hop.attributeHeaders) {
+      String text = event == null ? null : attributeText(event, time, pair.first());
+      if (text != null) {
+        out.addHeader(pair.second(), text);
+      }
+    }
+    for (Hop.Pair pair : hop.insertHeaders) {
+      out.addHeader(pair.first(), pair.second());
+    }
+    if (hop.hasTrail()) {
+      out.addHeader(hop.trailHeader, trailEntry(place, hop.target));
+    }
+  }
+
+  /** A JSON object's bytes with {@code "name":"text",} as its first member. */
+  static byte[] withFirstMember(byte[] object, String name, String text) {
+    int brace = 0;
+    while (brace < object.length && object[brace] != '{') {
+      brace++;
+    }
+    if (brace == object.length) {
+      throw new IllegalStateException("a structured value without a JSON object");
+    }
+    byte[] member = jsonObject(json -> json.writeStringField(name, text));
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream(object.length + member.length);
+    buffer.write(object, 0, brace + 1);
+    // {"name":"text"} without its braces, then the comma before the old first member.
+    buffer.write(member, 1, member.length - 2);
+    buffer.write(',');
+    buffer.write(object, brace + 1, object.length - brace - 1);
+    return buffer.toByteArray();
+  }
+
+  /**
+   * One routing-trail entry: the record's topic, partition, offset and timestamp, the
+   * target and the time of the hop, as Spark's {@code to_json} of that struct writes it
+   * (what {@code trail_entries} reads back).
+   */
+  static byte[] trailEntry(Place place, String target) {
+    DateTimeFormatter format =
+        DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSXXX").withZone(place.zone());
+    return jsonObject(json -> {
+      if (place.topic() != null) {
+        json.writeStringField("topic", place.topic());
+      }
+      if (place.partition() != null) {
+        json.writeNumberField("partition", place.partition());
+      }
+      if (place.offset() != null) {
+        json.writeNumberField("offset", place.offset());
+      }
+      if (place.timestampMicros() != null) {
+        json.writeStringField("timestamp", format.format(instant(place.timestampMicros())));
+      }
+      json.writeStringField("target", target);
+      if (place.atMicros() != null) {
+        json.writeStringField("at", format.format(instant(place.atMicros())));
+      }
+    });
+  }
+
+  private static Instant instant(long micros) {
+    return Instant.EPOCH.plus(micros, ChronoUnit.MICROS);
+  }
+
+  private interface Members {
+    void write(JsonGenerator json) throws IOException;
+  }
+
+  private static byte[] jsonObject(Members members) {
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream(128);
+    try (JsonGenerator json = JsonEvent.FACTORY.createGenerator(buffer)) {
+      json.writeStartObject();
+      members.write(json);
+      json.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // writing to memory does not fail
+    }
+    return buffer.toByteArray();
   }
 
   /** An attribute or extension of a valid event as text; null when the event lacks it. */
@@ -277,11 +578,16 @@ public final class KafkaEncoder {
 
   private static String firstHeaderText(String name, String[] headerKeys, byte[][] headerValues,
       int headerCount) {
+    byte[] value = firstHeader(name, headerKeys, headerValues, headerCount);
+    return value == null ? null : new String(value, StandardCharsets.UTF_8);
+  }
+
+  /** The value of the first header called {@code name}; null when absent or valueless. */
+  private static byte[] firstHeader(String name, String[] headerKeys, byte[][] headerValues,
+      int headerCount) {
     for (int i = 0; i < headerCount; i++) {
       if (headerKeys[i].equals(name)) {
-        return headerValues[i] == null
-            ? null
-            : new String(headerValues[i], StandardCharsets.UTF_8);
+        return headerValues[i];
       }
     }
     return null;
@@ -297,6 +603,9 @@ public final class KafkaEncoder {
    */
   static final class StructuredMembers {
     String time;
+
+    /** The object's member names, null-valued ones included. */
+    final Set<String> names = new HashSet<>();
 
     /** The data member's value with the whitespace after it: [dataStart, dataEnd). */
     int dataStart = -1;
@@ -322,6 +631,7 @@ public final class KafkaEncoder {
         JsonToken token = parser.nextToken();
         while (token == JsonToken.FIELD_NAME) {
           String name = parser.currentName();
+          members.names.add(name);
           JsonToken valueToken = parser.nextToken();
           long valueStart = parser.currentTokenLocation().getByteOffset();
           if (name.equals("time") && valueToken == JsonToken.VALUE_STRING) {

@@ -349,6 +349,109 @@ class KafkaEncoderTest {
         () -> encode(Record.of("x", binary()), "avro", null));
   }
 
+  // --- a republish hop: header transforms and the routing trail -----------------------
+
+  static final KafkaEncoder.Place PLACE = new KafkaEncoder.Place("orders", 2, 41L,
+      1_714_979_289_123_456L, 1_764_000_000_000_000L, java.time.ZoneOffset.UTC);
+
+  static Record hop(Record record, String mode, String hopJson) {
+    Decoded event = record.decoded();
+    return Record.of(KafkaEncoder.encode(event, record.value(),
+        record.keys().toArray(new String[0]), record.values().toArray(new byte[0][]),
+        record.keys().size(), mode, null, KafkaEncoder.Hop.fromJson(hopJson), PLACE));
+  }
+
+  @Test
+  void hopDropsCopiesAndInsertsHeadersAfterTheConversionThenAppendsTheTrail() {
+    Record record = Record.of("{}", binary("trace", "1", "ce_subject", "order-1",
+        "content-type", "application/json", "trace", "2", "keep", "k"));
+    Record out = hop(record, "keep", "{\"drop_headers\":[\"trace\"],"
+        + "\"attribute_headers\":[[\"subject\",\"x-subject\"],[\"dataschema\",\"x-schema\"],"
+        + "[\"id\",\"x-id\"]],\"insert_headers\":[[\"team\",\"payments\"]],"
+        + "\"trail_header\":\"eventlake-trail\",\"target\":\"orders.bykey\"}");
+    assertSame(record.value(), out.value());
+    List<String> expected = new ArrayList<>();
+    for (String header : record.headerTexts()) {
+      if (!header.startsWith("trace=")) {
+        expected.add(header);
+      }
+    }
+    expected.addAll(List.of("x-subject=order-1", "x-id=id-1", "team=payments",
+        "eventlake-trail={\"topic\":\"orders\",\"partition\":2,\"offset\":41,"
+            + "\"timestamp\":\"2024-05-06T07:08:09.123Z\",\"target\":\"orders.bykey\","
+            + "\"at\":\"2025-11-24T16:00:00.000Z\"}"));
+    assertEquals(expected, out.headerTexts());
+  }
+
+  @Test
+  void trailTimestampsAreWrittenInTheSessionsZoneAsSparksToJsonDoes() {
+    KafkaEncoder.Place place = new KafkaEncoder.Place("a", 0, 0L, -1_000L, 0L,
+        java.time.ZoneId.of("Europe/Paris"));
+    assertEquals("{\"topic\":\"a\",\"partition\":0,\"offset\":0,"
+        + "\"timestamp\":\"1970-01-01T00:59:59.999+01:00\",\"target\":\"b\","
+        + "\"at\":\"1970-01-01T01:00:00.000+01:00\"}",
+        new String(KafkaEncoder.trailEntry(place, "b"), StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void trailLeavesOutWhatIsNullAsToJsonDoes() {
+    KafkaEncoder.Place place = new KafkaEncoder.Place(null, null, 3L, null, null,
+        java.time.ZoneOffset.UTC);
+    assertEquals("{\"offset\":3,\"target\":\"b\"}",
+        new String(KafkaEncoder.trailEntry(place, "b"), StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void aHeaderBecomesANewExtensionAsTheFirstMember() {
+    String original = json("\"data\":1");
+    Record out = hop(structured(original, "origin", "e\"u", "origin", "second"), "structured",
+        "{\"header_attributes\":[[\"origin\",\"origin\"],[\"origin\",\"origin\"],"
+            + "[\"missing\",\"gone\"]]}");
+    assertEquals("{\"origin\":\"e\\\"u\"," + original.substring(1), out.valueText());
+    assertEquals("e\"u", out.decoded().extensions.get("origin"));
+  }
+
+  @Test
+  void aHeaderNeverReplacesAnAttributeEvenAJsonNullOne() {
+    String hopJson = "{\"header_attributes\":[[\"h\",\"subject\"],[\"h\",\"ext\"],"
+        + "[\"h\",\"gone\"]]}";
+    String original = json("\"subject\":\"s\",\"ext\":\"x\",\"gone\":null");
+    assertEquals(original, hop(structured(original, "h", "v"), "structured", hopJson)
+        .valueText());
+    // Converted from binary: checked against the event; each new member goes first.
+    Record converted = hop(Record.of("1", binary("ce_ext", "x", "h", "v")), "structured",
+        hopJson);
+    assertTrue(converted.valueText().startsWith(
+        "{\"gone\":\"v\",\"subject\":\"v\",\"specversion\""), converted.valueText());
+  }
+
+  @Test
+  void aHeaderThatIsNotUtf8IsNoExtension() {
+    Record record = structured(json(""));
+    record.keys().add("h");
+    record.values().add(new byte[] {(byte) 0xff});
+    assertEquals(json(""), hop(record, "structured", "{\"header_attributes\":[[\"h\",\"e\"]]}")
+        .valueText());
+  }
+
+  @Test
+  void recordsThatAreNotEventsGetOnlyTheLiteralHeadersAndTheTrail() {
+    Record reject = Record.of("plain", "x", "1");
+    Record out = hop(reject, "structured", "{\"attribute_headers\":[[\"id\",\"x-id\"]],"
+        + "\"header_attributes\":[[\"x\",\"x\"]],\"insert_headers\":[[\"t\",\"v\"]],"
+        + "\"trail_header\":\"trail\",\"target\":\"b\"}");
+    assertEquals("plain", out.valueText());
+    assertEquals(List.of("x=1", "t=v"), out.headerTexts().subList(0, 2));
+    assertTrue(out.headerTexts().get(2).startsWith("trail={\"topic\":\"orders\""));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"[]", "{\"unknown\":1}", "{\"drop_headers\":\"x\"}",
+      "{\"insert_headers\":[[\"a\"]]}", "{\"trail_header\":\"t\"}", "{} {}"})
+  void malformedHopsAreRefused(String json) {
+    assertThrows(IllegalArgumentException.class, () -> KafkaEncoder.Hop.fromJson(json));
+  }
+
   // --- exactly one JSON value (formerly eventlake.json_shape's checks) ----------------
 
   static final int DEEP = 900;
