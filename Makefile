@@ -16,7 +16,7 @@ help:
 	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff and mypy"
-	@echo "make test-jvm - the JUnit tests of the JVM decoder (lib/jvm)"
+	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
 	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
 	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost (results/)"
@@ -54,7 +54,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@
 
-# eventlake's own JVM code (lib/jvm: the binding's decoder, the ledger's Delta commits),
+# eventlake's own JVM code (lib/jvm: the binding's decoder and encoder, the ledger's Delta commits),
 # compiled from source; its JUnit tests run in `make test`.
 JVM_MVN := mvn -q -B -s infra/maven-settings.xml -f lib/jvm/pom.xml
 DECODER_JAR := infra/jars/spark/eventlake-cloudevents-0.1.0.jar

@@ -7,11 +7,12 @@ What lives here, one concern a module:
 
 * :mod:`~eventlake.republish.request`: :class:`RepublishRequest` (the options, checked
   when made), :class:`RepublishError`, :func:`parse_pair`;
-* :mod:`~eventlake.republish.plan`: what happens to each record (Key Mapper, header
-  transforms, routing trail, reasons not to republish) as Spark expressions, and
-  :func:`trail_entries` to read a trail back;
-* :mod:`~eventlake.republish.encode`: the binding in the sender's direction, the exact
-  conversion between content modes;
+* :mod:`~eventlake.republish.plan`: what happens to each record (its new key, value and
+  headers from the encoder, the reasons not to republish), and :func:`trail_entries` to
+  read a trail back;
+* :mod:`~eventlake.republish.encode`: the Python wrapper of the JVM encoder, the binding
+  in the sender's direction: the exact conversion between content modes, the Key
+  Mapper's key, the header transforms and the routing trail;
 * :mod:`~eventlake.republish.run`: :func:`run_republish` (target topic, rejects table,
   streaming and bounded runs) and its :class:`RepublishSummary`.
 

@@ -1,8 +1,12 @@
 """The binding in the sender's direction: rows of :func:`eventlake.binding.decode_records`
-encoded back into Kafka records, in binary or structured (JSON format) content mode.
+encoded back into Kafka records, in binary or structured (JSON format) content mode,
+with the Key Mapper's key and a republish hop's header transforms and routing trail.
 
-This is the inverse of the decoder, as Spark column expressions (no Python UDFs). It is
-exact, so that converting an event between modes never changes the event:
+The rules run on the JVM, beside the decoder: ``lib/jvm``'s
+``io.eventlake.cloudevents.KafkaEncoder``, registered in every eventlake SparkSession as
+the SQL function ``cloudevents_to_kafka(event, value, headers, mode[, key_attribute[,
+hop]])`` (a Catalyst expression, as spark-avro's ``to_avro`` is beside ``from_avro``).
+It is exact, so that converting an event between modes never changes the event:
 
 * binary -> structured: attributes and extensions become JSON string members with
   their header text as-is (``time`` keeps its original text, not a re-formatted
@@ -15,20 +19,26 @@ exact, so that converting an event between modes never changes the event:
     XML) and the bytes are UTF-8: the JSON format's rule for non-binary data (3.1);
   - as ``data_base64`` otherwise.
 
-* structured -> binary: ``ce_`` headers for the attributes and extensions,
-  ``content-type`` for ``datacontenttype``, the data bytes as the value. An event with
-  JSON data in ``data`` and no datacontenttype gets ``content-type: application/json``,
-  which is what the JSON format says its data is (3.1.2); so a binary event without
-  content-type whose value is one JSON value comes back from structured mode with that
-  header, the one change a round trip makes. For JSON data the member's text is cut
-  out of the record verbatim where it provably is that same JSON value, so binary ->
-  structured -> binary gives back the same bytes; otherwise the decoder's bytes
-  (compact JSON) are used. Extension values that were JSON numbers or booleans become
-  their JSON text (binary mode has only strings).
+* structured -> binary: ``ce_`` headers for the attributes and extensions (these
+  sorted by name), ``content-type`` for ``datacontenttype``, the data bytes as the
+  value. An event with JSON data in ``data`` and no datacontenttype gets
+  ``content-type: application/json``, which is what the JSON format says its data is
+  (3.1.2); so a binary event without content-type whose value is one JSON value comes
+  back from structured mode with that header, the one change a round trip makes. JSON
+  data is the ``data`` member's text cut out of the record verbatim (located by the
+  JSON parser), so binary -> structured -> binary gives back the same bytes. Extension
+  values that were JSON numbers or booleans become their JSON text (binary mode has
+  only strings).
 
 Headers that are not CloudEvents headers (neither ``ce_*`` nor ``content-type``) are
-carried over in their order, duplicates included. A record already in the wanted mode
-is copied byte for byte.
+carried over in their order, duplicates included. A record already in the wanted mode,
+and a row that is not a valid event, is copied byte for byte.
+
+A :class:`Hop` then applies, in this order: a header copied into an extension the event
+lacks (as the JSON object's first member; a JSON null member counts as present), headers
+dropped by name, attributes copied into headers, literal headers, and the routing
+trail's entry (the record's topic, partition, offset and timestamp, the target and the
+time of the hop, as Spark's ``to_json`` of that struct writes it).
 
 Example:
     >>> valid = decode_records(kafka_rows).where("reject_reason IS NULL")
@@ -37,20 +47,18 @@ Example:
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from eventlake.binding import (
-    CE_PREFIX,
     CONTENT_MODE_BINARY,
     CONTENT_MODE_STRUCTURED,
-    CONTENT_TYPE_HEADER,
-    OPTIONAL_ATTRIBUTES,
-    REQUIRED_ATTRIBUTES,
+    CONTEXT_ATTRIBUTES,
 )
-from eventlake.json_shape import JSON_WHITESPACE, single_json_value
 from eventlake.tables import KAFKA_HEADERS_TYPE
 
 #: content-type of the structured records written here (the binding's example, 3.3.1).
@@ -60,282 +68,147 @@ STRUCTURED_CONTENT_TYPE: Final = "application/cloudevents+json; charset=UTF-8"
 JSON_MEDIA_TYPE: Final = "application/json"
 ENCODED_VALUE: Final = "encoded_value"
 ENCODED_HEADERS: Final = "encoded_headers"
+#: The Key Mapper's key (the attribute's UTF-8 text; null when the event lacks it).
+MAPPED_KEY: Final = "mapped_key"
+
+#: The JVM side of the sender (lib/jvm): one Catalyst expression, one pass per record.
+ENCODER_FUNCTION: Final = "cloudevents_to_kafka"
+#: Copy every record as it is (only the Key Mapper and the hop run).
+KEEP_MODE: Final = "keep"
 
 ContentMode = Literal["binary", "structured"]
+TargetMode = Literal["binary", "structured", "keep"]
 
-#: Header order of binary records written here: the required attributes first.
-_HEADER_ATTRIBUTES: Final = (
-    "specversion",
-    "id",
-    "source",
-    "type",
-    "dataschema",
-    "subject",
-    "time",
+#: The decoded columns the encoder reads (``time`` it reads from the record: the
+#: decoded timestamp lost the original text).
+_EVENT_COLUMNS: Final = (
+    *(name for name in CONTEXT_ATTRIBUTES if name != "time"),
+    "data",
+    "data_is_json",
+    "extensions",
+    "content_mode",
+    "reject_reason",
 )
-#: Member order of structured records written here.
-_MEMBER_ATTRIBUTES: Final = (
-    "specversion",
-    "id",
-    "source",
-    "type",
-    "datacontenttype",
-    "dataschema",
-    "subject",
-    "time",
-)
-#: The text after the last ``"data":`` that follows ``{`` or ``,``, up to the final brace.
-#: A ``,"`` or ``{"`` never occurs inside a JSON string (a quote there is escaped).
-_DATA_MEMBER_TAIL: Final = (
-    f'(?s)^.*[{{,]{JSON_WHITESPACE}*"data"{JSON_WHITESPACE}*:(.*)}}{JSON_WHITESPACE}*$'
-)
+#: The decoded columns that place a record, for the trail.
+_PLACE_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 
 
-def record_headers() -> Column:
-    """The decoded record's Kafka headers; an empty array when it has none.
+@dataclass(frozen=True)
+class Hop:
+    """What a republish hop does to every record besides encoding it: header transforms
+    and the routing trail (see the module docstring for their order). The options are
+    trusted here: :class:`eventlake.republish.request.RepublishRequest` checks them.
 
     Example:
-        >>> decoded.select(F.size(record_headers()).alias("headers"))
+        >>> Hop(insert_headers=(("team", "payments"),), trail_header="trail", target="b")
     """
-    return F.coalesce(F.col("kafka_headers"), F.array().cast(KAFKA_HEADERS_TYPE))
 
+    #: (header, extension): the first such header becomes the extension if it is new.
+    header_attributes: tuple[tuple[str, str], ...] = ()
+    #: Header names removed (every occurrence).
+    drop_headers: tuple[str, ...] = ()
+    #: (attribute, header): the attribute's text appended as a header when present.
+    attribute_headers: tuple[tuple[str, str], ...] = ()
+    #: (name, text): headers appended to every record.
+    insert_headers: tuple[tuple[str, str], ...] = ()
+    #: The routing trail's header; None for no trail.
+    trail_header: str | None = None
+    #: The target topic, as the trail's entries name it.
+    target: str | None = None
 
-def header(name: str, value: Column) -> Column:
-    """One Kafka header as the struct Spark's Kafka sink takes (``value`` as binary).
+    def is_empty(self) -> bool:
+        """True when the hop changes nothing."""
+        return self == Hop()
 
-    Example:
-        >>> F.array(header("origin", F.encode(F.lit("eu"), "UTF-8")))
-    """
-    return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
+    def to_json(self) -> str:
+        """The hop as the JVM encoder takes it (``KafkaEncoder.Hop.fromJson``).
 
-
-def header_text(name: str) -> Column:
-    """First header called ``name`` of the decoded record as a string; null when absent.
-
-    Example:
-        >>> decoded.select(header_text("origin").alias("origin"))
-    """
-    first = F.try_element_at(F.filter(record_headers(), lambda h: h["key"] == name), F.lit(1))
-    return first["value"].cast("string")
-
-
-def other_headers() -> Column:
-    """The record's headers that do not carry the event (neither ``ce_*`` nor
-    content-type), in their order, duplicates included."""
-    return F.filter(
-        record_headers(),
-        lambda h: ~h["key"].startswith(CE_PREFIX) & (h["key"] != CONTENT_TYPE_HEADER),
-    )
-
-
-def event_time_text() -> Column:
-    """The ``time`` attribute as sent: the decoder's ``time`` column is a parsed
-    timestamp, which would lose the UTC offset and digits beyond microseconds.
-
-    Example:
-        >>> decoded.select(event_time_text().alias("time_text"))
-    """
-    structured = F.expr(
-        "try_variant_get(try_parse_json(cast(kafka_value as string)), '$.time', 'string')"
-    )
-    return F.when(F.col("content_mode") == CONTENT_MODE_STRUCTURED, structured).otherwise(
-        header_text(f"{CE_PREFIX}time")
-    )
-
-
-def attribute_text(name: str) -> Column:
-    """An attribute or extension of a decoded row as text; null when the event lacks it.
-
-    Example:
-        >>> decoded.select(attribute_text("partitionkey"), attribute_text("subject"))
-    """
-    if name == "time":
-        return event_time_text()
-    if name in REQUIRED_ATTRIBUTES + OPTIONAL_ATTRIBUTES:
-        return F.col(name)
-    return F.try_element_at(F.col("extensions"), F.lit(name))
-
-
-def _media_base(media_type: Column) -> Column:
-    return F.lower(F.trim(F.split(media_type, ";").getItem(0)))
-
-
-def is_json_media_type(media_type: Column) -> Column:
-    """The JSON format's rule: the data is JSON when datacontenttype is JSON or absent."""
-    base = _media_base(media_type)
-    return F.coalesce(
-        media_type.isNull() | base.isin("application/json", "text/json") | base.endswith("+json"),
-        F.lit(False),
-    )
-
-
-def is_text_media_type(media_type: Column) -> Column:
-    """Media types whose data is text: ``text/*`` (not JSON) and XML."""
-    base = _media_base(media_type)
-    return F.coalesce(
-        (base.startswith("text/") | (base == "application/xml") | base.endswith("+xml"))
-        & ~is_json_media_type(media_type),
-        F.lit(False),
-    )
-
-
-def _with_structured(staged: DataFrame) -> DataFrame:
-    """Adds ``_enc_value``/``_enc_headers``: the JSON-format record of a binary event."""
-    attributes = F.map_from_entries(
-        F.filter(
-            F.array(
-                *[
-                    F.struct(
-                        F.lit(name).alias("k"),
-                        (F.col("_enc_time") if name == "time" else F.col(name)).alias("v"),
-                    )
-                    for name in _MEMBER_ATTRIBUTES
-                ]
-            ),
-            lambda e: e["v"].isNotNull(),
+        Example:
+            >>> Hop(drop_headers=("debug",)).to_json()[:30]
+            '{"header_attributes": [], "dro'
+        """
+        return json.dumps(
+            {
+                "header_attributes": [list(pair) for pair in self.header_attributes],
+                "drop_headers": list(self.drop_headers),
+                "attribute_headers": [list(pair) for pair in self.attribute_headers],
+                "insert_headers": [list(pair) for pair in self.insert_headers],
+                "trail_header": self.trail_header,
+                "target": self.target,
+            }
         )
-    )
-    extensions = F.coalesce(F.col("extensions"), F.create_map().cast("map<string,string>"))
-    staged = staged.withColumns(
-        {
-            "_enc_members": F.to_json(F.map_concat(attributes, extensions)),
-            "_enc_text": F.col("data").cast("string"),
-            "_enc_string": F.to_json(F.create_map(F.lit("data"), F.col("data").cast("string"))),
-        }
-    )
-    utf8 = F.coalesce(F.is_valid_utf8(F.col("_enc_text")), F.lit(False))
-    media_type = F.col("datacontenttype")
-    verbatim_json = (
-        is_json_media_type(media_type)
-        & utf8
-        & ~F.col("_enc_text").rlike(f"^{JSON_WHITESPACE}")
-        & single_json_value(F.col("_enc_text"))
-    )
-    data_member = (
-        F.when(F.col("data").isNull(), F.lit(""))
-        .when(verbatim_json, F.concat(F.lit(',"data":'), F.col("_enc_text")))
-        # {"data":"..."} without its braces
-        .when(
-            is_text_media_type(media_type) & utf8,
-            F.concat(F.lit(","), F.expr("substring(_enc_string, 2, length(_enc_string) - 2)")),
-        )
-        .otherwise(F.concat(F.lit(',"data_base64":"'), F.base64(F.col("data")), F.lit('"')))
-    )
-    # The members object without its closing brace, then the data member, then the brace.
-    body = F.concat(
-        F.expr("substring(_enc_members, 1, length(_enc_members) - 1)"), data_member, F.lit("}")
-    )
-    content_type = header(CONTENT_TYPE_HEADER, F.encode(F.lit(STRUCTURED_CONTENT_TYPE), "UTF-8"))
-    return staged.withColumns(
-        {
-            "_enc_value": F.encode(body, "UTF-8"),
-            "_enc_headers": F.concat(F.array(content_type), other_headers()),
-        }
+
+
+def cloudevents_to_kafka(
+    mode: TargetMode, key_attribute: str | None = None, hop: Hop | None = None
+) -> Column:
+    """Each row of :func:`~eventlake.binding.decode_records` as the Kafka record to write:
+    a struct of ``value``, ``headers`` and ``key`` (the ``key_attribute``'s text, null
+    without one or when the event lacks it), after the ``hop``'s transforms and trail.
+
+    The rules run on the JVM (``io.eventlake.cloudevents.KafkaEncoder``): no per-record
+    Python.
+
+    Example:
+        >>> decoded.select(cloudevents_to_kafka("binary", "partitionkey").alias("out"))
+    """
+    if mode not in (CONTENT_MODE_BINARY, CONTENT_MODE_STRUCTURED, KEEP_MODE):
+        raise ValueError(f"content mode must be 'binary', 'structured' or 'keep', not {mode!r}")
+    hop = hop or Hop()
+    if hop.trail_header is not None and not hop.target:
+        raise ValueError("a hop with a routing trail needs its target topic")
+    fields = [F.col(name) for name in _EVENT_COLUMNS]
+    if hop.trail_header is not None:
+        # The trail's entry: where the record was read, and when this hop ran.
+        fields += [F.col(name) for name in _PLACE_COLUMNS]
+        fields.append(F.current_timestamp().alias("hop_at"))
+    return F.call_function(
+        ENCODER_FUNCTION,
+        F.struct(*fields),
+        F.col("kafka_value"),
+        F.col("kafka_headers"),
+        F.lit(mode),
+        F.lit(key_attribute).cast("string"),
+        F.lit(None if hop.is_empty() else hop.to_json()).cast("string"),
     )
 
 
-def _untyped_json_data() -> Column:
-    """A structured event whose data is its JSON ``data`` member and that has no
-    datacontenttype: the JSON format (3.1.2) says such data is application/json. The
-    decoder tells ``data`` from ``data_base64`` (``data_is_json``)."""
-    return F.coalesce(
-        (F.col("content_mode") == CONTENT_MODE_STRUCTURED)
-        & F.col("datacontenttype").isNull()
-        & F.col("data_is_json"),
-        F.lit(False),
-    )
-
-
-def _with_binary(staged: DataFrame) -> DataFrame:
-    """Adds ``_enc_value``/``_enc_headers``: the binary-mode record of a structured event."""
-    staged = staged.withColumn(
-        "_enc_candidate",
-        F.regexp_replace(
-            F.regexp_extract(F.col("kafka_value").cast("string"), _DATA_MEMBER_TAIL, 1),
-            f"^{JSON_WHITESPACE}+",
-            "",
-        ),
-    )
-    candidate = F.col("_enc_candidate")
-    # Verbatim only when the cut-out text is one JSON value equal to the data member. The
-    # decoder renders JSON data compact with members sorted, keeping number text; both
-    # sides are rendered by Spark's parser here so that only the JSON value counts.
-    verbatim = F.coalesce(
-        (candidate != "")
-        & single_json_value(candidate)
-        & (
-            F.to_json(F.try_parse_json(candidate))
-            == F.to_json(F.try_parse_json(F.col("data").cast("string")))
-        ),
-        F.lit(False),
-    )
-    attribute_headers = F.filter(
-        F.array(
-            *[
-                header(
-                    f"{CE_PREFIX}{name}",
-                    F.encode(F.col("_enc_time") if name == "time" else F.col(name), "UTF-8"),
-                )
-                for name in _HEADER_ATTRIBUTES
-            ]
-        ),
-        lambda h: h["value"].isNotNull(),
-    )
-    extension_headers = F.transform(
-        F.array_sort(
-            F.map_keys(F.coalesce(F.col("extensions"), F.create_map().cast("map<string,string>")))
-        ),
-        lambda k: F.struct(
-            F.concat(F.lit(CE_PREFIX), k).alias("key"),
-            F.encode(F.col("extensions")[k], "UTF-8").alias("value"),
-        ),
-    )
-    # JSON data without datacontenttype is application/json (JSON format 3.1.2); a binary
-    # record without content-type would leave its data untyped.
-    media_type = F.coalesce(
-        F.col("datacontenttype"),
-        F.when(_untyped_json_data(), F.lit(JSON_MEDIA_TYPE)),
-    )
-    content_type = F.when(
-        media_type.isNotNull(),
-        F.array(header(CONTENT_TYPE_HEADER, F.encode(media_type, "UTF-8"))),
-    ).otherwise(F.array().cast(KAFKA_HEADERS_TYPE))
-    return staged.withColumns(
-        {
-            "_enc_value": F.when(verbatim, F.encode(candidate, "UTF-8")).otherwise(F.col("data")),
-            "_enc_headers": F.concat(
-                attribute_headers, extension_headers, content_type, other_headers()
-            ),
-        }
-    )
-
-
-def encode_as(decoded: DataFrame, mode: ContentMode) -> DataFrame:
+def encode_as(
+    decoded: DataFrame,
+    mode: TargetMode,
+    *,
+    key_attribute: str | None = None,
+    hop: Hop | None = None,
+) -> DataFrame:
     """Add ``encoded_value`` and ``encoded_headers``: each valid event of ``decoded`` as a
-    Kafka record in ``mode``. Records already in that mode keep value and headers as-is.
+    Kafka record in ``mode`` (``keep``: as it is), then the ``hop``'s header transforms
+    and trail. Records already in that mode keep value and headers as-is. With
+    ``key_attribute``, also add ``mapped_key``: the Key Mapper's key (null when the event
+    lacks the attribute).
 
-    Rows with a ``reject_reason`` (not valid events) are left as they are; the record
-    key is never touched.
+    Rows with a ``reject_reason`` (not valid events) are left as they are, but for the
+    hop's literal headers and trail; the record key is never touched.
 
     Example:
         >>> valid = decode_records(raw).where("reject_reason IS NULL")
         >>> valid.transform(encode_as, "binary").select("kafka_key", "encoded_value")
     """
-    if mode not in (CONTENT_MODE_BINARY, CONTENT_MODE_STRUCTURED):
-        raise ValueError(f"content mode must be 'binary' or 'structured', not {mode!r}")
-    staged = decoded.withColumn("_enc_time", event_time_text())
-    if mode == CONTENT_MODE_STRUCTURED:
-        staged = _with_structured(staged)
-        convert = F.col("content_mode") == CONTENT_MODE_BINARY
-    else:
-        staged = _with_binary(staged)
-        convert = F.col("content_mode") == CONTENT_MODE_STRUCTURED
-    # Rows that are not valid events have nothing to encode: they stay as they are.
-    convert = convert & F.col("reject_reason").isNull()
-    helpers = [c for c in staged.columns if c.startswith("_enc_")]
-    return staged.withColumns(
-        {
-            ENCODED_VALUE: F.when(convert, F.col("_enc_value")).otherwise(F.col("kafka_value")),
-            ENCODED_HEADERS: F.when(convert, F.col("_enc_headers")).otherwise(record_headers()),
-        }
-    ).drop(*helpers)
+    if mode == KEEP_MODE and key_attribute is None and (hop is None or hop.is_empty()):
+        # Nothing to do on the JVM: the record as read.
+        empty = F.array().cast(KAFKA_HEADERS_TYPE)
+        return decoded.withColumns(
+            {
+                ENCODED_VALUE: F.col("kafka_value"),
+                ENCODED_HEADERS: F.coalesce(F.col("kafka_headers"), empty),
+            }
+        )
+    encoded = decoded.withColumn("_encoded", cloudevents_to_kafka(mode, key_attribute, hop))
+    # A projection of its own: the fields below are picked from it, and Spark does not
+    # merge the two when that would run the encoder once per field.
+    columns = {
+        ENCODED_VALUE: F.col("_encoded.value"),
+        ENCODED_HEADERS: F.col("_encoded.headers"),
+    }
+    if key_attribute is not None:
+        columns[MAPPED_KEY] = F.col("_encoded.key")
+    return encoded.withColumns(columns).drop("_encoded")

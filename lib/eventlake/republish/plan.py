@@ -1,6 +1,7 @@
-"""What happens to each source record, as Spark expressions: :func:`plan_republish`
-gives every decoded record its new key, value and headers, or the reason it is not
-republished; :func:`planned_records` and :func:`planned_rejects` split the plan.
+"""What happens to each source record: :func:`plan_republish` gives every decoded record
+its new key, value and headers (one call of the JVM encoder, :mod:`eventlake.republish.encode`)
+or the reason it is not republished (Spark expressions); :func:`planned_records` and
+:func:`planned_rejects` split the plan.
 
 * the key comes from the Key Mapper (binding 3.1): ``keep`` (default: the record key
   as-is), ``partitionkey`` (the Partitioning extension), or ``attribute:<name>`` (any
@@ -9,8 +10,7 @@ republished; :func:`planned_records` and :func:`planned_rejects` split the plan.
   key, so nothing is lost or reordered), ``null-key``, or ``reject``;
 * the event is untouched: with ``to_mode="keep"`` the value and every header (order and
   duplicates included) are copied byte for byte. ``binary``/``structured`` convert
-  events exactly (:mod:`eventlake.republish.encode`); events already in that mode are
-  copied;
+  events exactly; events already in that mode are copied;
 * header transforms can never touch the event's own headers (``ce_*`` and
   ``content-type``): drop headers by name, copy an attribute into a header, insert a
   literal header, and (to structured only) copy a header into an extension attribute
@@ -48,15 +48,12 @@ from eventlake.binding import (
 from eventlake.republish.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
-    ContentMode,
-    attribute_text,
+    MAPPED_KEY,
+    Hop,
+    TargetMode,
     encode_as,
-    header,
-    header_text,
-    record_headers,
 )
-from eventlake.republish.request import DEFAULT_TRAIL_HEADER, KEEP, RepublishRequest
-from eventlake.tables import KAFKA_HEADERS_TYPE
+from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 
 #: Spark schema of one routing-trail entry (the header value is this as JSON).
 TRAIL_ENTRY_SCHEMA: Final = (
@@ -97,30 +94,6 @@ def _when_all(pairs: list[tuple[Column, Column]], default: Column) -> Column:
     return result
 
 
-def _insert_member(value: Column, name: str, text: Column) -> Column:
-    """``value`` (a JSON object's bytes) with ``"name":"text",`` as its first member."""
-    member = F.to_json(F.create_map(F.lit(name), text))  # {"name":"text"}
-    json_text = value.cast("string")
-    brace = F.instr(json_text, "{")
-    return F.encode(
-        F.concat(
-            json_text.substr(F.lit(1), brace),
-            member.substr(F.lit(2), F.length(member) - 2),
-            F.lit(","),
-            json_text.substr(brace + 1, F.lit(1 << 30)),
-        ),
-        "UTF-8",
-    )
-
-
-def _json_member_present(name: str) -> Column:
-    """Whether a structured record's JSON object has the member, even as null."""
-    members = F.expr(
-        "try_variant_get(try_parse_json(cast(kafka_value as string)), '$', 'map<string,variant>')"
-    )
-    return F.coalesce(F.try_element_at(members, F.lit(name)).isNotNull(), F.lit(False))
-
-
 def plan_republish(
     decoded: DataFrame, request: RepublishRequest, *, target_compacted: bool = False
 ) -> DataFrame:
@@ -136,79 +109,31 @@ def plan_republish(
     structured = F.col("content_mode") == CONTENT_MODE_STRUCTURED
     staged = decoded
 
-    # Key Mapper: the event itself is never changed for the key.
+    # One pass of the JVM encoder: the content mode (value and headers as-is unless the
+    # event changes mode), the Key Mapper's key (the event itself is never changed for
+    # the key), then the header transforms and the routing trail.
     attribute = request.key_attribute
+    hop = Hop(
+        header_attributes=request.header_attributes,
+        drop_headers=request.drop_headers,
+        attribute_headers=request.attribute_headers,
+        insert_headers=request.insert_headers,
+        trail_header=request.trail_header,
+        target=request.target,
+    )
+    staged = encode_as(staged, cast(TargetMode, request.to_mode), key_attribute=attribute, hop=hop)
     if attribute is None:
         key: Column = F.col("kafka_key")
         missing: Column = F.lit(False)
     else:
-        key_text = attribute_text(attribute)
-        missing = valid & key_text.isNull()
+        mapped = F.col(MAPPED_KEY)
+        missing = valid & mapped.isNull()
         fallback = (
             F.lit(None).cast("binary") if request.on_missing == "null-key" else F.col("kafka_key")
         )
-        key = F.when(valid & key_text.isNotNull(), F.encode(key_text, "UTF-8")).otherwise(fallback)
+        key = F.when(mapped.isNotNull(), mapped).otherwise(fallback)
 
-    # Content mode: value and headers as-is unless the event changes mode.
-    if request.to_mode == KEEP:
-        staged = staged.withColumns(
-            {
-                ENCODED_VALUE: F.col("kafka_value"),
-                ENCODED_HEADERS: record_headers(),
-            }
-        )
-    else:
-        staged = encode_as(staged, cast(ContentMode, request.to_mode))
-    value = F.col(ENCODED_VALUE)
-    for header_name, extension in request.header_attributes:
-        text = header_text(header_name)
-        add = (
-            valid
-            & text.isNotNull()
-            & F.coalesce(F.is_valid_utf8(text), F.lit(False))
-            & attribute_text(extension).isNull()
-            # A JSON null member is no attribute, but a second member would be a duplicate.
-            & ~(structured & _json_member_present(extension))
-        )
-        value = F.when(add, _insert_member(value, extension, text)).otherwise(value)
-
-    headers = F.col(ENCODED_HEADERS)
-    if request.drop_headers:
-        dropped = list(request.drop_headers)
-        headers = F.filter(headers, lambda h: ~h["key"].isin(dropped))
-    for attribute_name, header_name in request.attribute_headers:
-        text = attribute_text(attribute_name)
-        headers = F.concat(
-            headers,
-            F.when(
-                valid & text.isNotNull(),
-                F.array(header(header_name, F.encode(text, "UTF-8"))),
-            ).otherwise(F.array().cast(KAFKA_HEADERS_TYPE)),
-        )
-    if request.insert_headers:
-        headers = F.concat(
-            headers,
-            F.array(
-                *[
-                    header(name, F.encode(F.lit(literal), "UTF-8"))
-                    for name, literal in request.insert_headers
-                ]
-            ),
-        )
-    if request.trail_header is not None:
-        entry = F.to_json(
-            F.struct(
-                F.col("kafka_topic").alias("topic"),
-                F.col("kafka_partition").alias("partition"),
-                F.col("kafka_offset").alias("offset"),
-                F.col("kafka_timestamp").alias("timestamp"),
-                F.lit(request.target).alias("target"),
-                F.current_timestamp().alias("at"),
-            )
-        )
-        headers = F.concat(headers, F.array(header(request.trail_header, F.encode(entry, "UTF-8"))))
-
-    hop = f"republish {request.source} -> {request.target}: "
+    route = f"republish {request.source} -> {request.target}: "
     rules: list[tuple[Column, str | Column, str | Column]] = []
     if request.needs_event:
         rules.append((~valid, F.col("reject_reason"), F.col("reject_detail")))
@@ -217,7 +142,7 @@ def plan_republish(
             (
                 missing,
                 RepublishReason.MISSING_KEY_ATTRIBUTE.value,
-                f"{hop}the event has no {attribute!r} attribute for the key mapper "
+                f"{route}the event has no {attribute!r} attribute for the key mapper "
                 f"{request.key_mapper!r} (--on-missing keep-key or null-key republishes it)",
             )
         )
@@ -226,7 +151,7 @@ def plan_republish(
             (
                 valid & binary & F.col("kafka_value").isNull(),
                 RepublishReason.TOMBSTONE_NOT_CONVERTIBLE.value,
-                f"{hop}a binary event without data is a tombstone; as a structured record it "
+                f"{route}a binary event without data is a tombstone; as a structured record it "
                 "would be an update. Pass --allow-tombstone-to-structured to convert it anyway",
             )
         )
@@ -235,7 +160,7 @@ def plan_republish(
             (
                 valid & structured & F.col("data").isNull(),
                 RepublishReason.NO_DATA_NOT_CONVERTIBLE.value,
-                f"{hop}a structured event without data would become a binary record without "
+                f"{route}a structured event without data would become a binary record without "
                 "value, a tombstone on a compacted topic. Pass --allow-no-data-to-binary to "
                 "convert it anyway",
             )
@@ -245,7 +170,7 @@ def plan_republish(
             (
                 F.col("_out_key").isNull(),
                 RepublishReason.NULL_KEY_ON_COMPACTED_TOPIC.value,
-                f"{hop}the target topic is compacted and the broker refuses records without key",
+                f"{route}the target topic is compacted and the broker refuses records without key",
             )
         )
     staged = staged.withColumn("_out_key", key)
@@ -260,12 +185,12 @@ def plan_republish(
     return staged.withColumns(
         {
             "out_key": F.col("_out_key"),
-            "out_value": value,
-            "out_headers": headers,
+            "out_value": F.col(ENCODED_VALUE),
+            "out_headers": F.col(ENCODED_HEADERS),
             "republish_reason": reason,
             "republish_detail": F.substring(detail, 1, DETAIL_MAX_CHARS),
         }
-    ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS)
+    ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS, MAPPED_KEY)
 
 
 def planned_rejects(planned: DataFrame, target: str) -> DataFrame:

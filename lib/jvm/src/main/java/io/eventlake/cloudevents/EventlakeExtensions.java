@@ -12,8 +12,9 @@ import scala.runtime.BoxedUnit;
 /**
  * Registers eventlake's SQL functions in every session built with {@code
  * spark.sql.extensions=io.eventlake.cloudevents.EventlakeExtensions} (as Delta registers
- * its own): {@code cloudevents_from_kafka(value, headers)}, usable from SQL and from
- * Python through {@code eventlake.binding}.
+ * its own): {@code cloudevents_from_kafka(value, headers)} (the decoder, used from Python
+ * through {@code eventlake.binding}) and {@code cloudevents_to_kafka(event, value, headers,
+ * mode[, key_attribute])} (the encoder, through {@code eventlake.republish.encode}).
  */
 public final class EventlakeExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -44,6 +45,57 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
         };
     extensions.injectFunction(
         new Tuple3<>(new FunctionIdentifier(CloudEventsFromKafka.NAME), info, builder));
+    extensions.injectFunction(
+        new Tuple3<>(new FunctionIdentifier(CloudEventsToKafka.NAME), encoderInfo(),
+            EventlakeExtensions::encoder));
     return BoxedUnit.UNIT;
+  }
+
+  private static ExpressionInfo encoderInfo() {
+    return new ExpressionInfo(
+        CloudEventsToKafka.class.getName(),
+        null,
+        CloudEventsToKafka.NAME,
+        "_FUNC_(event, value, headers, mode[, key_attribute[, hop]]) - Encodes a decoded "
+            + "event back into a Kafka record by the CloudEvents Kafka binding, in mode "
+            + "'binary', 'structured' or 'keep', with the Key Mapper's key when key_attribute "
+            + "is given and a republish hop's header transforms and routing trail when hop "
+            + "(JSON) is: a struct of value, headers and key.",
+        "",
+        "",
+        "",
+        "misc_funcs",
+        "0.1.0",
+        "",
+        "built-in");
+  }
+
+  /** {@code cloudevents_to_kafka}'s builder: mode and key_attribute must be constants. */
+  private static Expression encoder(Seq<Expression> arguments) {
+    if (arguments.size() < 4 || arguments.size() > 6) {
+      throw new IllegalArgumentException(
+          CloudEventsToKafka.NAME + " takes 4 to 6 arguments (event, value, headers, mode"
+              + "[, key_attribute[, hop]]), got " + arguments.size());
+    }
+    String mode = constantText(arguments.apply(3), "mode");
+    if (mode == null) {
+      throw new IllegalArgumentException(CloudEventsToKafka.NAME + ": mode must not be null");
+    }
+    String keyAttribute = arguments.size() >= 5 ? constantText(arguments.apply(4), "key_attribute")
+        : null;
+    String hop = arguments.size() == 6 ? constantText(arguments.apply(5), "hop") : null;
+    return new CloudEventsToKafka(
+        arguments.apply(0), arguments.apply(1), arguments.apply(2), mode, keyAttribute,
+        hop == null ? KafkaEncoder.Hop.NONE : KafkaEncoder.Hop.fromJson(hop),
+        org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
+  }
+
+  private static String constantText(Expression argument, String name) {
+    if (!argument.foldable()) {
+      throw new IllegalArgumentException(
+          CloudEventsToKafka.NAME + ": " + name + " must be a constant string");
+    }
+    Object text = argument.eval(null);
+    return text == null ? null : text.toString();
   }
 }
