@@ -6,7 +6,7 @@ Data-quality checks of the `events` table (Great Expectations on Spark): one
 tables** (the assets `eventlake.events` and `eventlake.rejects`), and on demand.
 
 * **Rules**: `EVENTLAKE_QUALITY` of the worker (required attributes, specversion, time
-  format, rejects rate, per-topic rules and severities); see the README.
+  format, rejects rate, per-topic rules and severities); see docs/quality.md.
 * **Slice**: by default only the rows added since the last check; `full: true` checks
   the whole table. `topic` narrows the check to one topic.
 * **Failure**: the run **fails when a check of severity `error` fails** (warnings only

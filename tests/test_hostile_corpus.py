@@ -1,6 +1,6 @@
 """A corpus of malformed and hostile Kafka records, mixed into valid traffic, ingested
 once on the real broker: the run does not crash, every record lands exactly once in
-``events`` or ``rejects`` (with the reason the README documents), and the valid events
+``events`` or ``rejects`` (with the reason docs/tables.md documents), and the valid events
 produced after the hostile ones still arrive.
 
 The records go to ONE single-partition topic, in this order: ``VALID_BEFORE`` valid
@@ -13,7 +13,7 @@ Kafka sink, a Java producer, for a NUL inside a header key (librdkafka ends C st
 there). The module fixture ``landed`` runs the ingest once; each test reads what it
 needs.
 
-Decisions the corpus pins down (README "rejects" table and lib/eventlake/binding.py):
+Decisions the corpus pins down (docs/tables.md "rejects" table and lib/eventlake/binding.py):
 
 * years 0001 and 9999 are valid RFC 3339 and land in ``events``; year 0000 is
   ``invalid_time`` (documented), and so is a valid RFC 3339 time whose offset moves its

@@ -1,5 +1,6 @@
-"""The README's "Querying the tables" examples, run against events landed from the real
-broker: each ``sql`` block through eventlake's views, and the delta-rs snippet."""
+"""The examples of docs/querying.md (and the README's, which are some of them), run
+against events landed from the real broker: each ``sql`` block through eventlake's
+views, and the delta-rs snippet."""
 
 from __future__ import annotations
 
@@ -21,14 +22,14 @@ from tests.helpers import binary_headers, land
 PAID = "com.example.order.paid"
 
 
-def _section() -> str:
-    text = (PROJECT_ROOT / "README.md").read_text()
-    start = text.index("## Querying the tables")
-    return text[start : text.index("\n## ", start + 1)]
+def _blocks(language: str, document: str = "docs/querying.md") -> list[str]:
+    text = (PROJECT_ROOT / document).read_text()
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", _section(), re.S)
+def test_the_readmes_queries_are_those_of_the_querying_guide() -> None:
+    # Run below through the guide's blocks: the README's must be among them, verbatim.
+    assert set(_blocks("sql", "README.md")) <= set(_blocks("sql"))
 
 
 def _event(n: int, event_type: str, subject: str, time: str, amount: float) -> Record:

@@ -1,0 +1,45 @@
+"""The README and docs/: every relative link leads to a file that exists, and to a
+heading of it when it names one (as GitHub makes anchors of headings)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from eventlake.settings import PROJECT_ROOT
+
+DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lowercase, punctuation dropped, spaces as dashes.
+
+    Example:
+        >>> anchor("`state/<topic>`: latest event")
+        'statetopic-latest-event'
+    """
+    return re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(document: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", document.read_text(encoding="utf-8"), flags=re.S)
+    return {anchor(line.lstrip("#")) for line in text.splitlines() if line.startswith("#")}
+
+
+def test_anchor_is_githubs() -> None:
+    assert anchor(" `rejects`: every record (Kafka)") == "rejects-every-record-kafka"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_every_relative_link_leads_somewhere(document: Path) -> None:
+    for target in _LINK.findall(document.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: not checked here
+        path, _, fragment = target.partition("#")
+        linked = (document.parent / path).resolve() if path else document
+        assert linked.exists(), f"{document.name}: {target} does not exist"
+        if fragment:
+            assert fragment in _anchors(linked), f"{document.name}: no heading #{fragment}"
