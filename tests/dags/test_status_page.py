@@ -1,11 +1,16 @@
 """eventlake.status_page: the page is rendered from the JSON of `eventlake status --json`
-(no broker, no Spark: a hand-made report)."""
+(no broker, no Spark: a hand-made report), and the app lets no one in without Airflow's
+sign-in."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from eventlake.status_page import render_page, topic_rows
+import pytest
+from fastapi.testclient import TestClient
+
+from eventlake.status_page import render_page, status_app, topic_rows
 
 
 def _report(**changes: Any) -> dict[str, Any]:
@@ -64,3 +69,27 @@ def test_every_value_is_escaped() -> None:
     page = render_page(report)
 
     assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+
+
+@pytest.fixture
+def signed_out() -> Iterator[TestClient]:
+    """The app alone, as Airflow mounts it, with Airflow's auth manager (SimpleAuthManager,
+    users must sign in) and no credentials."""
+    from airflow.api_fastapi.app import create_auth_manager, purge_cached_app
+
+    create_auth_manager()
+    yield TestClient(status_app(), follow_redirects=False)
+    purge_cached_app()
+
+
+def test_a_browser_not_signed_in_is_sent_to_airflows_login(signed_out: TestClient) -> None:
+    response = signed_out.get("/?topic=orders")
+
+    assert response.status_code == 307
+    assert response.headers["location"].startswith("/auth/login?next=")
+
+
+def test_the_json_needs_a_signed_in_user(signed_out: TestClient) -> None:
+    assert signed_out.get("/status.json").status_code == 401
+    bad = signed_out.get("/status.json", headers={"Authorization": "Bearer not-a-jwt"})
+    assert bad.status_code in (401, 403)
