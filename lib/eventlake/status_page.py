@@ -20,9 +20,8 @@ come from the api-server's settings, Kafka from the ``kafka_default`` connection
 is defined, as for the DAGs' tasks; no setting and no credential reaches the page.
 
 Example:
-    >>> from fastapi.testclient import TestClient
-    >>> TestClient(status_app()).get("/status.json").json()["checkpoints"][0]["name"]
-    'ingest-topics_demo.orders'
+    $ curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/eventlake/status.json
+    {"checkpoints": [{"name": "ingest-topics_demo.orders", ...}], ..., "quality": {...}}
 """
 
 from __future__ import annotations
