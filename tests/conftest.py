@@ -63,6 +63,7 @@ XDIST_GROUPS: Final = {
     "tests/dags/test_airflow_api.py": "airflow-server",
     "tests/dags/test_ui_screenshot.py": "airflow-server",
     "tests/dags/test_kafka_connection_dag.py": "airflow-server",
+    "tests/dags/test_status_plugin.py": "airflow-server",
 }
 
 

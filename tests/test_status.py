@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -14,6 +15,7 @@ from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
+from eventlake.spark import local_rows
 from eventlake.state import record_compaction_risk
 from eventlake.status import (
     CheckpointStatus,
@@ -21,7 +23,7 @@ from eventlake.status import (
     streams_reading,
     warehouse_status,
 )
-from eventlake.tables import state_path
+from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA, state_path
 from tests.helpers import produce_events
 
 
@@ -189,3 +191,46 @@ def test_a_java_only_pattern_reads_the_topics_its_stream_read(
     assert status.reads("ordersEU") and not status.reads("ordersUS")
     assert status.problem is not None and "Java-only" in status.problem
     assert [s.name for s in checkpoint_statuses(warehouse_settings, ("ordersEU",))] == ["java"]
+
+
+def _dq_rows(
+    spark: SparkSession, settings: Settings, run_id: str, at: str, *checks: tuple[str, str, bool]
+) -> None:
+    """dq_results rows of one run as `eventlake check` writes them: (topic, severity, ok)."""
+    moment = datetime.fromisoformat(at)
+    rows = [
+        {"run_id": run_id, "run_time": moment, "table": "events", "topic": topic}
+        | {"check": "c", "severity": severity, "success": ok, "unexpected_sample": []}
+        for topic, severity, ok in checks
+    ]
+    local_rows(spark, rows, DQ_RESULTS_SCHEMA).write.format("delta").mode("append").save(
+        str(settings.table_path(DQ_RESULTS))
+    )
+
+
+def test_status_gives_each_topics_last_quality_verdict(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    _dq_rows(spark, warehouse_settings, "old", "2026-11-24T05:00:00+00:00", ("a", "error", False))
+    _dq_rows(
+        spark,
+        warehouse_settings,
+        "new",
+        "2026-11-25T05:00:00+00:00",
+        ("a", "error", True),
+        ("a", "warning", False),
+        ("b", "error", False),
+    )
+
+    report = warehouse_status(warehouse_settings, ask_kafka=False)
+
+    quality = report.to_json()["quality"]
+    assert {t: (v["run_id"], v["verdict"], v["checks"]) for t, v in quality.items()} == {
+        "a": ("new", "warning", 2),
+        "b": ("new", "failed", 1),
+    }
+    assert quality["a"]["run_time"] == "2026-11-25T05:00:00+00:00"
+    assert "quality of b: failed (1 checks, 1 failed, 1 of them errors)" in report.render()
+    assert list(warehouse_status(warehouse_settings, topics=("b",), ask_kafka=False).quality) == [
+        "b"
+    ]

@@ -7,8 +7,10 @@ the events table's marks, for republish what it sent to its target), where the s
 table stands for a topic that has one, Kafka's log end offset, the lag between the two,
 when the checkpoint's last batch was committed, and whether a process holds it now (a
 running stream, with its pid and host). State tables report a compaction risk recorded
-with them (see :mod:`eventlake.compaction`). Reads the Delta logs with delta-rs and asks
-Kafka; no Spark.
+with them (see :mod:`eventlake.compaction`), and each topic's last data-quality verdict
+(from ``dq_results``, :mod:`eventlake.dq_verdicts`). Reads the Delta logs with delta-rs
+and asks Kafka; no Spark. The Airflow page (:mod:`eventlake.airflow_plugin`) shows this
+same report.
 
 Example:
     >>> report = warehouse_status(settings)
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
+from eventlake.dq_verdicts import QualityVerdict, last_verdicts
 from eventlake.ledger import INGEST, STATE, read_marks
 from eventlake.offset_log import OffsetLogError, last_committed_batch, planned_batch
 from eventlake.settings import Settings
@@ -120,11 +123,13 @@ class CheckpointStatus:
 
 @dataclass
 class WarehouseStatus:
-    """Every checkpoint of the warehouse, and the state tables' recorded risks."""
+    """Every checkpoint of the warehouse, the state tables' recorded risks and each
+    topic's last quality verdict."""
 
     checkpoints: list[CheckpointStatus] = field(default_factory=list)
     compaction_risks: dict[str, dict[str, Any]] = field(default_factory=dict)
     kafka_error: str | None = None
+    quality: dict[str, QualityVerdict] = field(default_factory=dict)
 
     def render(self, now: datetime | None = None) -> str:
         """Readable lines: one heading and one offsets table per checkpoint."""
@@ -168,6 +173,7 @@ class WarehouseStatus:
                 f"(tombstones may have been compacted away unseen); run "
                 f"`eventlake reconcile --topic {topic}`"
             )
+        lines += [_quality_line(verdict) for verdict in self.quality.values()]
         return "\n".join(lines).rstrip()
 
     def to_json(self) -> dict[str, Any]:
@@ -199,6 +205,7 @@ class WarehouseStatus:
             ],
             "compaction_risks": self.compaction_risks,
             "kafka_error": self.kafka_error,
+            "quality": {topic: v.to_json() for topic, v in self.quality.items()},
         }
 
 
@@ -216,7 +223,10 @@ def warehouse_status(
         ['ingest-topics_orders', 'republish-orders-orders.bykey']
     """
     statuses = checkpoint_statuses(settings, topics)
-    report = WarehouseStatus(compaction_risks=compaction_risks(settings, topics))
+    report = WarehouseStatus(
+        compaction_risks=compaction_risks(settings, topics),
+        quality=last_verdicts(settings, topics),
+    )
     latest: dict[str, dict[int, int]] = {}
     if ask_kafka:
         try:
@@ -410,6 +420,16 @@ def _heading(status: CheckpointStatus, now: datetime) -> str:
             f"{status.last_batch_at.isoformat(timespec='seconds')} ({_age(age)} ago)"
         )
     return f"{status.name} [{status.job}, {status.source}]: {running}; {last}"
+
+
+def _quality_line(verdict: QualityVerdict) -> str:
+    """``quality of T: ok (14 checks, 0 failed) in run 3f2a at ...``."""
+    failed = verdict.failed_errors + verdict.failed_warnings
+    at = verdict.run_time.isoformat(timespec="seconds") if verdict.run_time else "?"
+    return (
+        f"quality of {verdict.topic}: {verdict.verdict} ({verdict.checks} checks, {failed} "
+        f"failed, {verdict.failed_errors} of them errors) in run {verdict.run_id} at {at}"
+    )
 
 
 def _age(seconds: float) -> str:
