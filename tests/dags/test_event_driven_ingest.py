@@ -24,7 +24,7 @@ import pytest
 from deltalake import DeltaTable
 
 from eventlake.kafka import create_topic, make_producer
-from eventlake.local.airflow import ALL_COMPONENTS, LocalAirflow, free_port
+from eventlake.local.airflow import LocalAirflow, free_port
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag
@@ -50,25 +50,28 @@ def events_airflow(settings: Settings, watched_topic: str) -> Iterator[LocalAirf
     """Airflow with a triggerer, the scheduler creating runs, kafka_default on the test
     broker and eventlake_ingest scheduled on arrivals on ``watched_topic`` (unpaused)."""
     home = Path(tempfile.mkdtemp(prefix="eventlake-airflow-events-"))
+    # The events setting gives the deployment a triggerer and a scheduler that creates
+    # runs (eventlake.local.airflow.event_driven).
     worker_settings = settings.model_copy(
-        update={"warehouse": home / "warehouse", "spark_master": "local[1]"}
+        update={
+            "warehouse": home / "warehouse",
+            "spark_master": "local[1]",
+            "ingest_schedule": "events",
+            "arrival_poll_seconds": 1.0,
+        }
     )
     kafka_default = {
         "conn_type": "kafka",
         "extra": json.dumps({"bootstrap.servers": settings.bootstrap_servers}),
     }
     extra = {
-        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",
         "AIRFLOW_CONN_KAFKA_DEFAULT": json.dumps(kafka_default),
-        "EVENTLAKE_INGEST_SCHEDULE": "events",
         "EVENTLAKE_TOPICS": watched_topic,
-        "EVENTLAKE_ARRIVAL_POLL_SECONDS": "1",
         "EVENTLAKE_SPARK_UI_PORT": str(free_port()),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
-    server = LocalAirflow.create(
-        worker_settings, home=home, port=free_port(), extra_env=extra, components=ALL_COMPONENTS
-    )
+    server = LocalAirflow.create(worker_settings, home=home, port=free_port(), extra_env=extra)
+    assert "triggerer" in server.components
     try:
         server.start()
         server.wait_for_dag(DAG_ID)
@@ -128,6 +131,7 @@ def test_records_start_a_run_that_lands_them(
 ) -> None:
     assert _runs(events_airflow) == []
 
+    produced_at = time.monotonic()
     ids = _produce(settings, watched_topic, EVENT_COUNT)
 
     # Nobody triggers: the run comes from the triggerer's asset event.
@@ -135,6 +139,7 @@ def test_records_start_a_run_that_lands_them(
         "a run started by the records", lambda: _runs(events_airflow), RUN_START_TIMEOUT
     )
     run = _runs(events_airflow)[0]
+    print(f"run {run['dag_run_id']} seen {time.monotonic() - produced_at:.0f} s after the records")
     assert run["run_type"] == "asset_triggered"
     assert events_airflow.wait_for_run(DAG_ID, run["dag_run_id"]) == "success"
     table = DeltaTable(str(Path(events_airflow.env["EVENTLAKE_WAREHOUSE"]) / "events"))
