@@ -32,6 +32,7 @@ from tests.helpers import binary_headers
 
 DAG_ID: Final = "eventlake_ingest"
 DAG_FILE: Final = Path(__file__).resolve().parents[2] / "dags" / "eventlake_ingest.py"
+REPUBLISH_DAG_FILE: Final = DAG_FILE.with_name("eventlake_republish.py")
 EVENT_COUNT: Final = 5
 #: How long the test waits for the run that the records start.
 RUN_START_TIMEOUT: Final = 180.0
@@ -123,6 +124,33 @@ def test_events_schedule_watches_each_configured_topic(
     assert sorted(asset.name for asset in dag.timetable.asset_condition.objects) == [
         "kafka.a",
         "kafka.b",
+    ]
+
+
+def test_both_schedule_runs_ingest_on_the_cron_or_an_arrival(
+    monkeypatch: pytest.MonkeyPatch, airflow_env: Settings
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_INGEST_SCHEDULE", "both")
+    monkeypatch.setenv("EVENTLAKE_TOPICS", "a")
+
+    dag = parse_dag(DAG_FILE, DAG_ID)
+
+    assert dag.timetable.timetable.expression == "*/10 * * * *"
+    assert [asset.name for asset in dag.timetable.asset_condition.objects] == ["kafka.a"]
+
+
+def test_events_schedule_of_republish_watches_the_routes_sources(
+    monkeypatch: pytest.MonkeyPatch, airflow_env: Settings
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_REPUBLISH_SCHEDULE", "events")
+    routes = [{"source": "orders.raw", "target": "orders"}, {"source": "pay.raw", "target": "p"}]
+    monkeypatch.setenv("EVENTLAKE_REPUBLISH_ROUTES", json.dumps(routes))
+
+    dag = parse_dag(REPUBLISH_DAG_FILE, "eventlake_republish")
+
+    assert sorted(asset.name for asset in dag.timetable.asset_condition.objects) == [
+        "kafka.orders.raw",
+        "kafka.pay.raw",
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -99,3 +100,16 @@ def test_trigger_fires_once_per_burst_and_at_start_on_records(
         await restarted.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_failing_watcher_pauses_before_it_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_KAFKA_NOWHERE", raising=False)
+    trigger = TopicArrivalTrigger(topic="t", kafka_config_id="kafka_nowhere", poll_interval=0.5)
+
+    async def first_event() -> Any:
+        return await anext(trigger.run())
+
+    started = time.monotonic()
+    with pytest.raises(Exception, match="kafka_nowhere"):
+        asyncio.run(first_event())
+    assert time.monotonic() - started >= 0.5

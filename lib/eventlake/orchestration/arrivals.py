@@ -136,19 +136,26 @@ class TopicArrivalTrigger(BaseEventTrigger):
         """Look at the watermarks every ``poll_interval`` seconds; yield when they moved."""
         from asgiref.sync import sync_to_async
 
-        admin = await sync_to_async(self._admin_client)()
-        look = sync_to_async(high_watermarks)
-        # At start nothing counts as seen: records that arrived while no trigger ran
-        # (a triggerer restart, a new deployment) fire once, as a new arrival does.
-        seen: Watermarks = {}
-        while True:
-            now = await look(admin, self.topic)
-            if arrived(seen, now):
-                # The event is sent after the look that saw the records: a run it queues
-                # starts later still, and reads its topics to their end from the ledger.
-                yield TriggerEvent({"topic": self.topic, "watermarks": _as_json(now)})  # type: ignore[no-untyped-call]
-            seen = now
+        try:
+            admin = await sync_to_async(self._admin_client)()
+            look = sync_to_async(high_watermarks)
+            # At start nothing counts as seen: records that arrived while no trigger ran
+            # (a triggerer restart, a new deployment) fire once, as a new arrival does.
+            seen: Watermarks = {}
+            while True:
+                now = await look(admin, self.topic)
+                if arrived(seen, now):
+                    # Sent after the look that saw the records: a run it queues starts
+                    # later still, and reads its topics to their end from the ledger.
+                    payload = {"topic": self.topic, "watermarks": _as_json(now)}
+                    yield TriggerEvent(payload)  # type: ignore[no-untyped-call]
+                seen = now
+                await asyncio.sleep(self.poll_interval)
+        except Exception:
+            # The triggerer starts a failed watcher again at once: pause first, so that a
+            # missing connection or an unreachable broker is retried, not spun on.
             await asyncio.sleep(self.poll_interval)
+            raise
 
     def _admin_client(self) -> Any:
         # The provider's hook builds the client from the connection as its triggers do
