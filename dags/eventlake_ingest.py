@@ -1,9 +1,11 @@
 """
 ### eventlake_ingest
 
-Every 10 minutes, land the CloudEvents of the configured Kafka topics in the Delta
-tables `events` and `rejects`: one `spark-submit` of `jobs/ingest_cloudevents.py` per
-topic (a mapped task), reading what the topic holds and stopping (`available-now`).
+Every 10 minutes, or when records arrive on its topics (`EVENTLAKE_INGEST_SCHEDULE`:
+`schedule`, `events` or `both`, see docs/airflow-events.md), land the CloudEvents of
+the configured Kafka topics in the Delta tables `events` and `rejects`: one
+`spark-submit` of `jobs/ingest_cloudevents.py` per topic (a mapped task),
+reading what the topic holds and stopping (`available-now`).
 
 * **Topics**: `EVENTLAKE_TOPICS` (comma-separated, default `demo.orders`), or the
   `topics` param of a manual run. A topic that a running stream reads (`eventlake
@@ -39,12 +41,15 @@ INGEST_JOB = orchestration.job_script(__file__, "ingest_cloudevents.py")
 RECONCILE_JOB = orchestration.job_script(__file__, "reconcile_state.py")
 
 _settings = load_settings()
+_topics = orchestration.configured_topics()
+#: The cron of the `schedule` and `both` modes.
+CRON = "*/10 * * * *"
 
 
 @dag(
     dag_id="eventlake_ingest",
-    schedule="*/10 * * * *",
-    params=orchestration.ingest_params(orchestration.configured_topics()),
+    schedule=orchestration.dag_schedule(_settings.ingest_schedule, CRON, _topics, _settings),
+    params=orchestration.ingest_params(_topics),
     **orchestration.dag_arguments(__doc__, retries=2, retry_minutes=2, task_hours=0.5, run_hours=1),
 )
 def eventlake_ingest() -> None:

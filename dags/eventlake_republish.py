@@ -1,7 +1,9 @@
 """
 ### eventlake_republish
 
-Every 10 minutes, re-key and republish the configured routes: one `spark-submit` of
+Every 10 minutes, or when records arrive on the routes' source topics
+(`EVENTLAKE_REPUBLISH_SCHEDULE`: `schedule`, `events` or `both`, see
+docs/airflow-events.md), re-key and republish the configured routes: one `spark-submit` of
 `jobs/rekey_republish.py` per route (a mapped task), reading what the source topic
 holds and stopping. The Key Mapper puts the chosen attribute (by default the
 `partitionkey` extension) into the record key and never modifies the event.
@@ -26,13 +28,19 @@ from __future__ import annotations
 from airflow.sdk import dag
 
 from eventlake import orchestration
+from eventlake.settings import load_settings
 
 REPUBLISH_JOB = orchestration.job_script(__file__, "rekey_republish.py")
+
+_settings = load_settings()
+_sources = [route.source for route in _settings.republish_routes]
+#: The cron of the `schedule` and `both` modes.
+CRON = "*/10 * * * *"
 
 
 @dag(
     dag_id="eventlake_republish",
-    schedule="*/10 * * * *",
+    schedule=orchestration.dag_schedule(_settings.republish_schedule, CRON, _sources, _settings),
     params=orchestration.republish_params(),
     **orchestration.dag_arguments(__doc__, retries=2, retry_minutes=2, task_hours=0.5, run_hours=1),
 )

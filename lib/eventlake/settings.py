@@ -20,13 +20,17 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+#: How a Kafka DAG is scheduled: its cron, the arrival of records on its topics, or both.
+ScheduleMode = Literal["schedule", "events", "both"]
 
 
 class RepublishRoute(BaseModel):
@@ -149,6 +153,24 @@ class Settings(BaseSettings):
         description="How long a Spark Kafka read waits at the end of a partition for more "
         "records (the Java client's fetch.max.wait.ms). Kafka's default, 500 ms, made "
         "every small micro-batch and every read of a short range wait that long.",
+    )
+    ingest_schedule: ScheduleMode = Field(
+        default="schedule",
+        description="When eventlake_ingest runs: 'schedule' (its cron, every 10 minutes), "
+        "'events' (when records arrive on one of its topics, watched in Airflow's "
+        "triggerer through the kafka_default connection), or 'both' (whichever comes "
+        "first). See docs/airflow-events.md.",
+    )
+    republish_schedule: ScheduleMode = Field(
+        default="schedule",
+        description="When eventlake_republish runs, as ingest_schedule; its events are "
+        "arrivals on the routes' source topics.",
+    )
+    arrival_poll_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds between two looks of the triggerer at a watched topic's end "
+        "offsets (events schedules); a burst within them is one event.",
     )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."

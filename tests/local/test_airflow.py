@@ -70,6 +70,28 @@ def test_components_default_to_the_demos_and_may_add_the_triggerer(tmp_path: Pat
         LocalAirflow.create(settings, home=tmp_path, port=18080, components=("scheduler",))
 
 
+@pytest.mark.parametrize(
+    "schedules",
+    [{"ingest_schedule": "events"}, {"republish_schedule": "both"}],
+    ids=["ingest-events", "republish-both"],
+)
+def test_an_event_driven_dag_adds_the_triggerer_and_scheduled_runs(
+    tmp_path: Path, schedules: dict[str, str]
+) -> None:
+    settings = load_settings(**schedules)
+
+    airflow = LocalAirflow.create(settings, home=tmp_path, port=18080)
+
+    assert airflow.components == (*COMPONENTS, "triggerer")
+    assert airflow.env["AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE"] == "True"
+    assert airflow.env["EVENTLAKE_INGEST_SCHEDULE"] == settings.ingest_schedule
+
+
+def test_only_triggered_runs_on_the_cron_schedule(tmp_path: Path) -> None:
+    env = airflow_environment(tmp_path, 18080, load_settings())
+    assert env["AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE"] == "False"
+
+
 def test_stop_local_airflow_leaves_a_process_that_reused_a_recorded_pid(tmp_path: Path) -> None:
     # A pid file left by a crash, whose pid now belongs to an unrelated program.
     stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)

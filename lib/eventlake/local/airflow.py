@@ -2,9 +2,10 @@
 
 ``airflow api-server``, ``airflow scheduler`` (LocalExecutor) and ``airflow
 dag-processor`` run from the venv with a SQLite metadata database in one folder (what
-``airflow standalone`` does, minus the triggerer: no task here defers). The local
-cluster (:mod:`eventlake.local.cluster`) passes a PostgreSQL ``database_url`` and adds
-the triggerer (``components``). The API server
+``airflow standalone`` does, minus the triggerer: no task here defers), and the
+triggerer too when a Kafka DAG is scheduled on events (its topics' watchers run there,
+see :func:`event_driven`). The local cluster (:mod:`eventlake.local.cluster`) passes a
+PostgreSQL ``database_url`` and runs every component (``components``). The API server
 binds to 127.0.0.1; SimpleAuthManager with every user admin, so the UI needs no login:
 a local demo, not a deployment (docker-compose is that). The components' pids are kept
 in ``<home>/pids.json`` so that another process (``eventlake airflow stop``) can stop them.
@@ -50,6 +51,28 @@ PIDS_FILE: Final = "pids.json"
 FINISHED_STATES: Final = frozenset({"success", "failed"})
 
 
+def event_driven(settings: Settings) -> bool:
+    """Whether a Kafka DAG is scheduled on the arrival of records (``events`` or ``both``):
+    the deployment then needs a triggerer, and a scheduler that creates runs.
+
+    Example:
+        >>> event_driven(load_settings(ingest_schedule="events"))
+        True
+    """
+    return settings.ingest_schedule != "schedule" or settings.republish_schedule != "schedule"
+
+
+def default_components(settings: Settings) -> tuple[str, ...]:
+    """The components of a deployment for ``settings``: :data:`COMPONENTS`, with the
+    triggerer when :func:`event_driven`.
+
+    Example:
+        >>> default_components(load_settings(ingest_schedule="both"))[-1]
+        'triggerer'
+    """
+    return (*COMPONENTS, "triggerer") if event_driven(settings) else COMPONENTS
+
+
 class LocalAirflowError(RuntimeError):
     """A component did not start, died, or a run did not finish; the message has the log."""
 
@@ -70,7 +93,9 @@ def airflow_environment(
     planned Spark conf fits it).
 
     Scheduled runs are off (``use_job_schedule = False``): only triggered runs happen,
-    so unpausing a DAG starts nothing on its own.
+    so unpausing a DAG starts nothing on its own; unless a Kafka DAG is scheduled on
+    events (:func:`event_driven`): then the scheduler creates the runs of unpaused DAGs,
+    those the arrivals start and the cron's alike.
 
     Example:
         >>> env = airflow_environment(Path("/tmp/af"), 8080, load_settings())
@@ -100,7 +125,7 @@ def airflow_environment(
             "AIRFLOW__API__WORKERS": "1",
             "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-            "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+            "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": str(event_driven(settings)),
             "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "240",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "60",
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
@@ -113,6 +138,10 @@ def airflow_environment(
             "EVENTLAKE_SPARK_MASTER": settings.spark_master,
             "EVENTLAKE_EXECUTOR_MEMORY": settings.executor_memory,
             "EVENTLAKE_EXECUTOR_CORES": str(settings.executor_cores),
+            # Read where the DAGs are parsed: a DAG's schedule and its topics' watchers.
+            "EVENTLAKE_INGEST_SCHEDULE": settings.ingest_schedule,
+            "EVENTLAKE_REPUBLISH_SCHEDULE": settings.republish_schedule,
+            "EVENTLAKE_ARRIVAL_POLL_SECONDS": str(settings.arrival_poll_seconds),
             "PATH": f"{AIRFLOW_BIN.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
     )
@@ -142,16 +171,18 @@ class LocalAirflow:
         port: int,
         extra_env: Mapping[str, str] | None = None,
         database_url: str | None = None,
-        components: tuple[str, ...] = COMPONENTS,
+        components: tuple[str, ...] | None = None,
     ) -> LocalAirflow:
         """A deployment in ``home`` serving on 127.0.0.1:``port`` (not started yet), on
         SQLite in ``home`` unless ``database_url`` names the metadata DB, running
-        ``components`` (of :data:`ALL_COMPONENTS`).
+        ``components`` (of :data:`ALL_COMPONENTS`; by default
+        :func:`default_components`).
 
         Example:
             >>> LocalAirflow.create(settings, home=Path("var/af"), port=8080).components
             ('api-server', 'scheduler', 'dag-processor')
         """
+        components = default_components(settings) if components is None else components
         unknown = set(components) - set(ALL_COMPONENTS)
         if unknown or "api-server" not in components:
             raise ValueError(f"components must include api-server, among {ALL_COMPONENTS}")

@@ -18,6 +18,9 @@ The modules, one concern each:
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: the configured topics (``EVENTLAKE_TOPICS``) and offsets per topic;
 * ``assets``: the Delta tables as Airflow assets;
+* ``schedule``: a DAG's schedule from the settings: its cron, the arrival of records on
+  its topics (an asset per topic, watched by ``arrivals``' trigger), or both;
+* ``arrivals``: the triggerer's watch of a topic's end offsets, one event per burst;
 * ``errors``: :class:`OrchestrationError`.
 
 Not here: the DAGs themselves (``dags/``: each its doc, id, schedule, params and task
@@ -81,6 +84,7 @@ from eventlake.orchestration.republish import (
     republish_params,
     route_application_args,
 )
+from eventlake.orchestration.schedule import dag_schedule, topic_asset
 from eventlake.orchestration.submit import (
     SPARK_CONN_ID,
     dry_run_report,
@@ -116,6 +120,7 @@ __all__ = [
     "check_topic",
     "configured_topics",
     "dag_arguments",
+    "dag_schedule",
     "dry_run_report",
     "events_asset",
     "ingest_application_args",
@@ -147,5 +152,6 @@ __all__ = [
     "submit_kwargs",
     "submit_unless_dry_run",
     "task_settings",
+    "topic_asset",
     "topic_offsets",
 ]
