@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic
+from eventlake.kafka import create_topic, produce_all
 from eventlake.lineage import (
     PARENT_CONFS,
     Dataset,
@@ -33,7 +33,9 @@ from eventlake.quality import CheckRequest, QualityError, run_checks
 from eventlake.quality.config import QualityConfig
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
-from tests.helpers import produce_events
+from eventlake.state import reconcile_state
+from eventlake.tables import state_path
+from tests.helpers import keyed_events, produce_events
 
 PARENT_RUN_ID = "01936a9c-0000-7000-8000-000000000001"
 ROOT_RUN_ID = "01936a9c-0000-7000-8000-000000000002"
@@ -285,6 +287,27 @@ def test_republish_emits_source_and_target_topics_with_the_parent_from_spark_con
             ("file", str(settings.table_path("rejects"))),
         }
         assert_parent(event, parent_conf)
+
+
+def test_reconcile_emits_the_topic_and_its_state_table(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    lineage_file: Path,
+) -> None:
+    settings = warehouse_settings
+    create_topic(settings, topic_name, config={"cleanup.policy": "compact"})
+    produce_all(settings, topic_name, keyed_events(["a", "b", "a"], tombstones=("b",)))
+    reconcile_state(spark, settings, topic_name)
+
+    _, complete = assert_start_complete(runs_of(read_events(lineage_file), "reconcile."))
+    assert complete["job"]["name"] == f"reconcile.{topic_name}"
+    assert datasets(complete, "inputs") == {
+        (kafka_namespace(settings.bootstrap_servers), topic_name)
+    }
+    assert datasets(complete, "outputs") == {("file", str(state_path(settings, topic_name)))}
+    assert "parent" not in complete["run"]["facets"]
 
 
 def test_a_failing_job_emits_fail_with_its_error(
