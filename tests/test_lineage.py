@@ -29,6 +29,7 @@ from eventlake.lineage import (
     table_dataset,
 )
 from eventlake.local.broker import LocalBroker
+from eventlake.maintenance import MaintenanceRequest, run_maintenance
 from eventlake.quality import CheckRequest, QualityError, run_checks
 from eventlake.quality.config import QualityConfig
 from eventlake.republish import RepublishRequest, run_republish
@@ -289,7 +290,7 @@ def test_republish_emits_source_and_target_topics_with_the_parent_from_spark_con
         assert_parent(event, parent_conf)
 
 
-def test_reconcile_emits_the_topic_and_its_state_table(
+def test_reconcile_then_maintain_emit_the_topic_and_the_tables_they_rewrite(
     broker: LocalBroker,
     spark: SparkSession,
     warehouse_settings: Settings,
@@ -300,14 +301,21 @@ def test_reconcile_emits_the_topic_and_its_state_table(
     create_topic(settings, topic_name, config={"cleanup.policy": "compact"})
     produce_all(settings, topic_name, keyed_events(["a", "b", "a"], tombstones=("b",)))
     reconcile_state(spark, settings, topic_name)
+    run_maintenance(spark, settings, MaintenanceRequest(dry_run=True), report=print)
+    run_maintenance(spark, settings, MaintenanceRequest(), report=print)
 
-    _, complete = assert_start_complete(runs_of(read_events(lineage_file), "reconcile."))
-    assert complete["job"]["name"] == f"reconcile.{topic_name}"
-    assert datasets(complete, "inputs") == {
+    events = read_events(lineage_file)
+    _, reconciled = assert_start_complete(runs_of(events, "reconcile."))
+    state = {("file", str(state_path(settings, topic_name)))}
+    assert reconciled["job"]["name"] == f"reconcile.{topic_name}"
+    assert datasets(reconciled, "inputs") == {
         (kafka_namespace(settings.bootstrap_servers), topic_name)
     }
-    assert datasets(complete, "outputs") == {("file", str(state_path(settings, topic_name)))}
-    assert "parent" not in complete["run"]["facets"]
+    assert datasets(reconciled, "outputs") == state
+    assert "parent" not in reconciled["run"]["facets"]
+    # The dry run emitted nothing; the real one reads and rewrites every table.
+    _, maintained = assert_start_complete(runs_of(events, "maintain"))
+    assert datasets(maintained, "inputs") == datasets(maintained, "outputs") == state
 
 
 def test_a_failing_job_emits_fail_with_its_error(
