@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from eventlake.kafka import is_topic_name
+from eventlake.lineage import job_run, table_dataset
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
 from eventlake.tables import delta_path_sql, state_table_topics, warehouse_tables
@@ -392,7 +393,8 @@ def run_maintenance(
 ) -> MaintenanceSummary:
     """The compaction sweep of the state tables (reconciling those at risk when asked),
     then OPTIMIZE and VACUUM of every table, then the typed views' columns inferred
-    again (:func:`refresh_type_fields`); each step's line goes to ``report``.
+    again (:func:`refresh_type_fields`); each step's line goes to ``report``. With its
+    OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`).
 
     A failing sweep (e.g. the broker down) does not stop the table maintenance: its
     traceback is reported and ``sweep_failed`` set.
@@ -401,6 +403,21 @@ def run_maintenance(
         >>> run_maintenance(spark, settings, MaintenanceRequest(dry_run=True)).line()
         'maintenance (dry run): tables=2 compacted=0 would_remove=0 state_topics=0 ...'
     """
+    if request.dry_run:  # writes nothing: no lineage
+        return _run_maintenance(spark, settings, request, report)
+    # The tables it rewrites (OPTIMIZE, VACUUM) are read and written, as OpenLineage
+    # models a compaction. Reconciles of the sweep emit their own runs.
+    tables = [table_dataset(path) for _, path in warehouse_tables(settings)]
+    with job_run(spark, "maintain", inputs=tables, outputs=tables):
+        return _run_maintenance(spark, settings, request, report)
+
+
+def _run_maintenance(
+    spark: SparkSession,
+    settings: Settings,
+    request: MaintenanceRequest,
+    report: Callable[[str], None],
+) -> MaintenanceSummary:
     started = time.monotonic()
     topics = list(request.topics) or state_table_topics(settings)
     sweeps: list[SweepResult] = []

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
+from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.settings import Settings
 from eventlake.spark import release, session_conf
 from eventlake.tables import (
@@ -328,8 +329,19 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
     Holds the topic's lease (:func:`eventlake.ledger.topic_leases`): a stream that keeps
     the state table waits for it between two batches, and its next batch applies only
     records after the offsets read here, which the state marks then hold. A MERGE that
-    loses a commit race to maintenance (OPTIMIZE) is retried.
+    loses a commit race to maintenance (OPTIMIZE) is retried. With its OpenLineage run
+    events when lineage is configured (:mod:`eventlake.lineage`).
     """
+    with job_run(
+        spark,
+        f"reconcile.{topic}",
+        inputs=[kafka_dataset(settings.bootstrap_servers, topic)],
+        outputs=[table_dataset(state_path(settings, topic))],
+    ):
+        return _reconcile_state(spark, settings, topic)
+
+
+def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> ReconcileReport:
     from delta.exceptions import (
         ConcurrentAppendException,
         ConcurrentDeleteDeleteException,

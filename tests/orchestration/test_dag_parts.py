@@ -105,6 +105,25 @@ def test_spark_submit_each_maps_one_at_a_time_labelled_by_the_first_argument() -
     assert ingest.upstream_task_ids == {"plan"}
 
 
+def test_spark_submits_pass_their_openlineage_parent_but_not_the_transport() -> None:
+    """The job's lineage names the task as its parent run (ids only, as spark confs);
+    the transport (possibly an API key) is never put on the command line."""
+    with DAG("spark_submit_lineage", schedule=None) as dag:
+        spark_submit(Path("/jobs/check.py"), plan_task(planner, single=True), task_id="check")
+        spark_submit_each(Path("/jobs/ingest.py"), plan_task(planner, task_id="p"), task_id="i")
+    check, ingest = dag.get_task("check"), dag.get_task("i")
+
+    assert (
+        check._openlineage_inject_parent_job_info,
+        check._openlineage_inject_transport_info,
+    ) == (
+        True,
+        False,
+    )
+    assert ingest.partial_kwargs["openlineage_inject_parent_job_info"] is True
+    assert ingest.partial_kwargs["openlineage_inject_transport_info"] is False
+
+
 @pytest.mark.parametrize(
     ("connection", "on_command_line"),
     [

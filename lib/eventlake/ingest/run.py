@@ -28,6 +28,7 @@ from eventlake.ledger import (
     Ledger,
     Marks,
 )
+from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.offset_log import PlannedBatch, planned_batch
 from eventlake.ranges import (
     bounded_range,
@@ -55,7 +56,41 @@ from eventlake.tables import (
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
-    """Run one ingest (streaming or bounded batch) and return its counts."""
+    """Run one ingest (streaming or bounded batch) and return its counts, with its
+    OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`)."""
+    topics = list(request.topics)
+    events, rejects = (table_dataset(settings.table_path(n)) for n in (EVENTS, REJECTS))
+    kept = _kept_state(settings, request, topics)
+    states = [table_dataset(state_path(settings, t)) for t in kept]
+    with job_run(
+        spark,
+        ingest_job_name(request),
+        inputs=[kafka_dataset(settings.bootstrap_servers, t) for t in topics],
+        outputs=[events, rejects, *states],
+        streaming=not request.bounded and request.trigger != AVAILABLE_NOW,
+    ) as lineage:
+        summary = _run_ingest(spark, settings, request)
+        if lineage.enabled and request.topic_pattern:
+            # The topics a pattern matched are known only now (one more metadata call).
+            matched = partition_counts(settings, pattern=request.topic_pattern)
+            lineage.inputs += [kafka_dataset(settings.bootstrap_servers, t) for t in matched]
+        lineage.row_counts.update({events: summary.events, rejects: summary.rejects})
+    return summary
+
+
+def ingest_job_name(request: IngestRequest) -> str:
+    """The OpenLineage job name of an ingest: its topics, or its pattern.
+
+    Example:
+        >>> ingest_job_name(IngestRequest(topics=("orders", "customers")))
+        'ingest.customers,orders'
+    """
+    if request.topic_pattern:
+        return f"ingest.pattern:{request.topic_pattern}"
+    return "ingest." + ",".join(sorted(request.topics))
+
+
+def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     started = time.monotonic()
     check_connection(settings)
     ensure_tables(spark, settings)

@@ -306,4 +306,11 @@ def _task_arguments(task_id: str, application: Path, name: str | None) -> dict[s
         "application": str(application),
         "conn_id": SPARK_CONN_ID,
         "name": name or f"eventlake-{task_id}",
+        # The job's OpenLineage events name this task as their parent run: the OpenLineage
+        # provider adds spark.openlineage.parent*/rootParent* confs (ids, no secret) when
+        # the task runs. Never the transport, whatever [openlineage]
+        # spark_inject_transport_info says: it would put an HTTP transport's API key on the
+        # command line; the job reads the worker's OPENLINEAGE_* settings instead.
+        "openlineage_inject_parent_job_info": True,
+        "openlineage_inject_transport_info": False,
     }

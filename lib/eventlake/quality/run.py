@@ -37,6 +37,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.lineage import Assertion, job_run, table_dataset
 from eventlake.quality.config import (
     CheckName,
     QualityConfig,
@@ -51,7 +52,7 @@ from eventlake.quality.slices import read_slice
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
 from eventlake.spark import local_rows
-from eventlake.tables import REJECTS, REJECTS_SCHEMA, rejected_by_ingest
+from eventlake.tables import DQ_RESULTS, REJECTS, REJECTS_SCHEMA, rejected_by_ingest
 
 
 def _topic_counts(frame: DataFrame) -> dict[str, int]:
@@ -67,6 +68,7 @@ def run_checks(
     config: QualityConfig | None = None,
 ) -> CheckReport:
     """Check the new slice (or the whole table) of the events table; see the module doc.
+    With its OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`).
 
     ``config`` defaults to ``settings.quality``. Topics checked: those in the slice (events
     or rejects) plus the configured ones (their row-count bounds catch a topic that went
@@ -77,6 +79,32 @@ def run_checks(
         >>> [r.check for r in report.failed_errors]
         [<CheckName.SOURCE_URI_REFERENCE: 'source_uri_reference'>]
     """
+    table, rejects = (table_dataset(settings.table_path(n)) for n in (request.table, REJECTS))
+    results = table_dataset(settings.table_path(DQ_RESULTS))
+    with job_run(
+        spark, check_job_name(request), inputs=[table, rejects], outputs=[results]
+    ) as lineage:
+        report = _run_checks(spark, settings, request, config)
+        lineage.assertions[table] = [
+            Assertion(r.check.value, r.success, r.severity, r.topic) for r in report.results
+        ]
+        lineage.row_counts[results] = len(report.results)
+    return report
+
+
+def check_job_name(request: CheckRequest) -> str:
+    """The OpenLineage job name of a check: its table, and its topic if it has one.
+
+    Example:
+        >>> check_job_name(CheckRequest(topic="orders"))
+        'check.events.orders'
+    """
+    return ".".join(["check", request.table, *([request.topic] if request.topic else [])])
+
+
+def _run_checks(
+    spark: SparkSession, settings: Settings, request: CheckRequest, config: QualityConfig | None
+) -> CheckReport:
     try:
         rules_config = config or load_quality_config(settings.quality)
     except QualityConfigError as error:

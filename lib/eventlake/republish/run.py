@@ -48,6 +48,7 @@ from eventlake.kafka import (
     write_to_kafka,
 )
 from eventlake.ledger import Ledger, LedgerMovedError, Marks, only_missing
+from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observe_reasons, reason_counts, rejects_lost
 from eventlake.offset_log import planned_batch
 from eventlake.ranges import (
@@ -66,7 +67,12 @@ from eventlake.republish.plan import (
 from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
-from eventlake.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
+from eventlake.streaming import (
+    AVAILABLE_NOW,
+    ClaimedCheckpoint,
+    checkpoint_folder,
+    claimed_checkpoint,
+)
 from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table, retry_conflicts
 
 
@@ -148,12 +154,42 @@ def _write_kafka(settings: Settings, request: RepublishRequest, planned: DataFra
 def run_republish(
     spark: SparkSession, settings: Settings, request: RepublishRequest
 ) -> RepublishSummary:
-    """Run one republish (streaming, or bounded batch with ending offsets) and count it.
+    """Run one republish (streaming, or bounded batch with ending offsets) and count it,
+    with its OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`).
 
     Example:
         >>> run_republish(spark, settings, RepublishRequest(source="a", target="b")).line()
         'republish a -> b: read=10 republished=10 rejected=0 batches=1 seconds=3.0'
     """
+    source, target = (
+        kafka_dataset(settings.bootstrap_servers, t) for t in (request.source, request.target)
+    )
+    rejects = table_dataset(settings.table_path(REJECTS))
+    with job_run(
+        spark,
+        republish_job_name(request),
+        inputs=[source],
+        outputs=[target, rejects],
+        streaming=not request.bounded and request.trigger != AVAILABLE_NOW,
+    ) as lineage:
+        summary = _run_republish(spark, settings, request)
+        lineage.row_counts.update({target: summary.republished, rejects: summary.rejected})
+    return summary
+
+
+def republish_job_name(request: RepublishRequest) -> str:
+    """The OpenLineage job name of a republish route.
+
+    Example:
+        >>> republish_job_name(RepublishRequest(source="orders.raw", target="orders"))
+        'republish.orders.raw>orders'
+    """
+    return f"republish.{request.source}>{request.target}"
+
+
+def _run_republish(
+    spark: SparkSession, settings: Settings, request: RepublishRequest
+) -> RepublishSummary:
     started = time.monotonic()
     check_connection(settings)
     created, compacted = prepare_target(settings, request)

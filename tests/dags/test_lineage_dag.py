@@ -1,0 +1,69 @@
+"""Lineage through Airflow: the quality DAG run with dag.test() and OpenLineage's file
+transport in the worker's environment. Airflow's OpenLineage listener emits the task's
+events; the spark-submit task passes its identity to the job
+(openlineage_inject_parent_job_info), whose own events name it as their parent run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.local.broker import LocalBroker
+from eventlake.settings import Settings
+from tests.dags.dag_helpers import parse_dag, task_states
+from tests.helpers import binary_headers
+
+DAG_ID = "eventlake_quality"
+DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "eventlake_quality.py"
+
+
+@pytest.fixture
+def lineage_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "lineage.jsonl"
+    for key in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "file")
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH", str(path))
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__APPEND", "true")
+    return path
+
+
+def test_the_check_job_names_its_airflow_task_as_parent(
+    broker: LocalBroker,
+    spark: SparkSession,
+    airflow_env: Settings,
+    topic_name: str,
+    lineage_file: Path,
+) -> None:
+    settings = airflow_env
+    create_topic(settings, topic_name)
+    records: list[Record] = [(b"k", b"{}", binary_headers(f"e{n}")) for n in range(3)]
+    produce_all(settings, topic_name, records)
+    run_ingest(spark, settings, IngestRequest(topics=(topic_name,)))
+    lineage_file.unlink(missing_ok=True)  # only the DAG's events from here
+
+    dag: Any = parse_dag(DAG_FILE, DAG_ID)
+    dag_run = dag.test(run_conf={"full": True, "topic": topic_name})
+    assert str(dag_run.state) == "success", task_states(dag_run)
+
+    events = [json.loads(line) for line in lineage_file.read_text().splitlines()]
+    job_events = [e for e in events if e["job"]["name"] == f"check.events.{topic_name}"]
+    assert [e["eventType"] for e in job_events] == ["START", "COMPLETE"]
+    parent = job_events[0]["run"]["facets"]["parent"]
+    assert parent["job"]["name"] == f"{DAG_ID}.check"
+    assert parent["root"]["job"]["name"] == DAG_ID
+    # Airflow's OpenLineage listener emitted the task's own events (same transport): the
+    # job's parent is that task run, and its root the DAG run the task names as parent.
+    # (The DAG run's own events may come after dag.test() returns: not awaited here.)
+    task_events = [e for e in events if e["job"]["name"] == f"{DAG_ID}.check"]
+    assert {e["eventType"] for e in task_events} >= {"START", "COMPLETE"}
+    assert {e["run"]["runId"] for e in task_events} == {parent["run"]["runId"]}
+    dag_run_ids = {e["run"]["facets"]["parent"]["run"]["runId"] for e in task_events}
+    assert dag_run_ids == {parent["root"]["run"]["runId"]}
