@@ -354,12 +354,11 @@ def test_with_nothing_configured_nothing_is_emitted_or_imported(tmp_path: Path) 
     env["HOME"] = str(tmp_path)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "lib")
     script = (
-        "import sys, time\n"
-        "started = time.perf_counter()\n"
+        "import sys\n"
         "from eventlake.lineage import job_run\n"
         "with job_run(None, 'job', inputs=[]) as run:\n"
         "    pass\n"
-        "print(run.enabled, time.perf_counter() - started,\n"
+        "print(run.enabled,\n"
         "      sorted(m for m in sys.modules if m.split('.')[0] in ('openlineage', 'airflow')))\n"
     )
     result = subprocess.run(
@@ -370,8 +369,8 @@ def test_with_nothing_configured_nothing_is_emitted_or_imported(tmp_path: Path) 
         text=True,
         check=True,
     )
-    enabled, seconds, imported = result.stdout.split(" ", 2)
+    enabled, imported = result.stdout.split(" ", 1)
     assert enabled == "False"
+    # What costs start-up time is the imports: none of OpenLineage's or Airflow's.
     assert imported.strip() == "[]"
-    assert float(seconds) < 0.5
     assert list(tmp_path.iterdir()) == []
