@@ -133,7 +133,7 @@ bench-5m: setup
 
 # docs/settings.md from the settings' descriptions (a test fails when it is stale).
 docs: venv
-	$(PY) -m eventlake.settings_reference > docs/settings.md
+	$(PY) -m eventlake.local.settings_reference > docs/settings.md
 
 test-faults: setup
 	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m faults

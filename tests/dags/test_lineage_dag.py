@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,22 @@ def lineage_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "file")
     monkeypatch.setenv("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH", str(path))
     monkeypatch.setenv("OPENLINEAGE__TRANSPORT__APPEND", "true")
+    # Airflow's listener emits a task's events from a forked process and gives up on it
+    # after [openlineage] execution_timeout (10 s): too short on a busy 2-core machine.
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__EXECUTION_TIMEOUT", "120")
     return path
+
+
+def _events_of(path: Path, job: str, wanted: set[str], seconds: float = 60.0) -> list[Any]:
+    """The events of ``job`` in the file, waiting (at most ``seconds``) until they hold
+    every type in ``wanted``: the listener's emitting process may still be writing."""
+    deadline = time.monotonic() + seconds
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        events = [e for e in map(json.loads, lines) if e["job"]["name"] == job]
+        if {e["eventType"] for e in events} >= wanted or time.monotonic() > deadline:
+            return events
+        time.sleep(0.5)
 
 
 def test_the_check_job_names_its_airflow_task_as_parent(
@@ -62,7 +78,7 @@ def test_the_check_job_names_its_airflow_task_as_parent(
     # Airflow's OpenLineage listener emitted the task's own events (same transport): the
     # job's parent is that task run, and its root the DAG run the task names as parent.
     # (The DAG run's own events may come after dag.test() returns: not awaited here.)
-    task_events = [e for e in events if e["job"]["name"] == f"{DAG_ID}.check"]
+    task_events = _events_of(lineage_file, f"{DAG_ID}.check", {"START", "COMPLETE"})
     assert {e["eventType"] for e in task_events} >= {"START", "COMPLETE"}
     assert {e["run"]["runId"] for e in task_events} == {parent["run"]["runId"]}
     dag_run_ids = {e["run"]["facets"]["parent"]["run"]["runId"] for e in task_events}

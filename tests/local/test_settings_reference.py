@@ -1,9 +1,9 @@
-"""eventlake.settings_reference: docs/settings.md is generated from the settings."""
+"""eventlake.local.settings_reference: docs/settings.md is generated from the settings."""
 
 from __future__ import annotations
 
 from eventlake.local.settings import LocalSettings
-from eventlake.settings_reference import REFERENCE_PATH, settings_reference
+from eventlake.local.settings_reference import REFERENCE_PATH, settings_reference
 
 
 def test_docs_settings_is_what_the_settings_generate() -> None:

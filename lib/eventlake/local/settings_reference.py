@@ -3,7 +3,7 @@ descriptions so that it cannot drift from the code: ``make docs`` writes it, and
 fails when the file differs from what this module generates.
 
 Example:
-    $ python -m eventlake.settings_reference > docs/settings.md
+    $ python -m eventlake.local.settings_reference > docs/settings.md
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ REFERENCE_PATH = PROJECT_ROOT / "docs" / "settings.md"
 _INTRO = """# Settings
 
 Generated from the settings' field descriptions by `make docs`
-(`python -m eventlake.settings_reference`); a test fails when this file is stale.
+(`python -m eventlake.local.settings_reference`); a test fails when this file is stale.
 
 Every setting is read from an environment variable, `EVENTLAKE_<NAME>` in capitals
 (`warehouse` -> `EVENTLAKE_WAREHOUSE`); a CLI option, where a command has one, wins
