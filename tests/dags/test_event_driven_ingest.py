@@ -23,7 +23,7 @@ from typing import Any, Final
 import pytest
 from deltalake import DeltaTable
 
-from eventlake.kafka import create_topic, make_producer
+from eventlake.kafka import create_topic, produce_all
 from eventlake.local.airflow import LocalAirflow, free_port
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
@@ -104,12 +104,9 @@ def _runs(server: LocalAirflow) -> list[dict[str, Any]]:
 
 
 def _produce(settings: Settings, topic: str, count: int) -> list[str]:
-    producer = make_producer(settings)
     ids = [f"arrival-{n}" for n in range(count)]
-    for event_id in ids:
-        headers = binary_headers(event_id)
-        producer.produce(topic, key=event_id.encode(), value=b'{"n": 1}', headers=headers)
-    assert producer.flush(30) == 0
+    records = [(i.encode(), b'{"n": 1}', binary_headers(i)) for i in ids]
+    assert produce_all(settings, topic, records) == count
     return ids
 
 
