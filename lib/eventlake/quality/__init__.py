@@ -8,7 +8,8 @@ The modules, one concern each (:mod:`eventlake.quality.run` describes a run step
 * ``plan``: a topic's expectations from its rules, and the derived columns they read;
 * ``patterns``: the attribute patterns (URI reference, absolute URI, media type);
 * ``slices``: the rows a Delta table gained since a version, from the Delta log;
-* ``validation``: suites run through GX, outcomes turned into results with samples;
+* ``measure``: every topic's checks counted in one aggregate pass over the slice;
+* ``validation``: suites judged by GX, outcomes turned into results with samples;
 * ``gx``: the GX context, validator and results, and GX's quiet import;
 * ``results``: results, the report, and the ``dq_results`` table (written and read back).
 

@@ -15,8 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -59,8 +60,10 @@ from great_expectations.data_context.types.resource_identifiers import (
     ValidationResultIdentifier,
 )
 from great_expectations.expectations.expectation import Expectation
+from great_expectations.validator.validation_statistics import calc_validation_statistics
 from pyspark.sql import DataFrame
 
+from eventlake.quality.measure import CheckCounts
 from eventlake.quality.request import QualityError
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
@@ -71,6 +74,12 @@ GX_STORES: Final = "_dq_gx"
 DOCS_SITE: Final = "eventlake"
 #: Meta key of an expectation's position in the plan (GX reorders results).
 PLAN_INDEX: Final = "eventlake_plan_index"
+#: Counts only, which GX computes for all expectations together; listing the unexpected
+#: values costs a Spark job per expectation, and the values of a failed check are sampled
+#: by eventlake for that check alone.
+RESULT_FORMAT: Final = {"result_format": "BASIC", "partial_unexpected_count": 0}
+#: GX's metric that counts a column's nulls (a map expectation's "missing" rows).
+NULLS_METRIC: Final = "column_values.nonnull.unexpected_count"
 
 
 def gx_context(settings: Settings) -> EphemeralDataContext:
@@ -144,22 +153,87 @@ class Validator:
         result = definition.run(
             batch_parameters={"dataframe": frame},
             expectation_parameters=parameters,
-            # Counts only, which GX computes for all expectations together; listing the
-            # unexpected values costs a Spark job per expectation, and the values of a
-            # failed check are sampled by eventlake for that check alone.
-            result_format={"result_format": "BASIC", "partial_unexpected_count": 0},
+            result_format=dict(RESULT_FORMAT),
             run_id=self.run_identifier,
         )
-        suite_id = ExpectationSuiteIdentifier(name=suite_name)
-        self.result_ids += [
-            ValidationResultIdentifier(
-                expectation_suite_identifier=suite_id,
-                run_id=self.run_identifier,
-                batch_identifier=result.batch_id,
-            ),
-            suite_id,
-        ]
+        self._keep_for_docs(suite_name, result.batch_id)
         return result
+
+    def record(
+        self,
+        suite_name: str,
+        batch: BatchDefinition[Any],
+        expectations: Sequence[Expectation],
+        counts: Sequence[CheckCounts],
+        parameters: dict[str, Any],
+    ) -> ExpectationSuiteValidationResult:
+        """A suite judged by GX from counts computed beforehand (``counts[i]`` are those of
+        ``expectations[i]``; :func:`eventlake.quality.measure.measure_slice`), instead of
+        GX scanning the data: each expectation's own ``metrics_validate`` decides its
+        success and result. The suite and its result are stored for Data Docs, as
+        :meth:`validate` stores them.
+
+        Example:
+            >>> validator.record("events.orders", validator.events_batch, [expectation],
+            ...                  [CheckCounts(rows=10, nulls=0, unexpected=0)], {}).success
+            True
+        """
+        suite = self.context.suites.add_or_update(
+            gx.ExpectationSuite(name=suite_name, expectations=list(expectations))
+        )
+        definition = self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        )
+        asset = batch.data_asset
+        batch_id = f"{asset.datasource.name}-{asset.name}"
+        results = [
+            judge(e, c, parameters, batch_id) for e, c in zip(expectations, counts, strict=True)
+        ]
+        statistics = calc_validation_statistics(results)
+        outcome = ExpectationSuiteValidationResult(
+            results=results,
+            success=statistics.success,
+            suite_name=suite_name,
+            statistics={
+                "evaluated_expectations": statistics.evaluated_expectations,
+                "successful_expectations": statistics.successful_expectations,
+                "unsuccessful_expectations": statistics.unsuccessful_expectations,
+                "success_percent": statistics.success_percent,
+            },
+            suite_parameters=parameters,
+            meta={
+                "great_expectations_version": gx.__version__,
+                "batch_spec": {"batch_data": "SparkDataFrame"},
+                "active_batch_definition": {
+                    "datasource_name": asset.datasource.name,
+                    "data_connector_name": "fluent",
+                    "data_asset_name": asset.name,
+                    "batch_identifiers": {"dataframe": "<DATAFRAME>"},
+                },
+                "validation_id": definition.id,
+                "checkpoint_id": None,
+                "run_id": self.run_identifier,
+                "validation_time": self.run_identifier.run_time,
+                "batch_parameters": {"dataframe": "<DATAFRAME>"},
+            },
+            batch_id=batch_id,
+        )
+        self.context.validation_results_store.store_validation_results(
+            suite_validation_result=outcome,
+            suite_validation_result_identifier=self._keep_for_docs(suite_name, batch_id),
+            expectation_suite_identifier=ExpectationSuiteIdentifier(name=suite_name),
+        )
+        return outcome
+
+    def _keep_for_docs(self, suite_name: str, batch_id: str | None) -> ValidationResultIdentifier:
+        suite_id = ExpectationSuiteIdentifier(name=suite_name)
+        result_id = ValidationResultIdentifier(
+            expectation_suite_identifier=suite_id,
+            run_id=self.run_identifier,
+            batch_identifier=batch_id,
+        )
+        self.result_ids += [result_id, suite_id]
+        return result_id
 
     def build_docs(self) -> str | None:
         """Render this run's results and the index page; the index's URL."""
@@ -169,6 +243,50 @@ class Validator:
             site_names=[DOCS_SITE], resource_identifiers=self.result_ids
         )
         return str(urls.get(DOCS_SITE)) if urls.get(DOCS_SITE) else None
+
+
+def judge(
+    expectation: Expectation, counts: CheckCounts, parameters: dict[str, Any], batch_id: str
+) -> ExpectationValidationResult:
+    """GX's verdict on ``expectation`` given ``counts``: the expectation names the metrics
+    it needs (``get_validation_dependencies``), they are filled from the counts, and its
+    ``metrics_validate`` judges them, as GX does after computing them itself. Suite
+    parameters are substituted as in a GX run. A metric the counts cannot give is a
+    :class:`QualityError` naming it (a GX upgrade that asks for more).
+
+    Example:
+        >>> not_null = ExpectColumnValuesToNotBeNull(column="id")
+        >>> judge(not_null, CheckCounts(rows=10, nulls=2, unexpected=2), {}, "b").success
+        False
+    """
+    configuration = copy.deepcopy(expectation.configuration)
+    configuration.process_suite_parameters(
+        suite_parameters=parameters, interactive_evaluation=True, data_context=None
+    )
+    configuration.kwargs["batch_id"] = batch_id
+    judged = configuration.to_domain_obj()
+    runtime = {"result_format": dict(RESULT_FORMAT)}
+    dependencies = judged.get_validation_dependencies(runtime_configuration=dict(runtime))
+    metrics: dict[Any, Any] = {}
+    for name, metric in dependencies.metric_configurations.items():
+        metrics[metric.id] = _metric_value(name, counts, configuration.type)
+    return judged.metrics_validate(metrics=metrics, runtime_configuration=runtime)
+
+
+def _metric_value(name: str, counts: CheckCounts, expectation_type: str) -> Any:
+    if name == "table.row_count":
+        return counts.rows
+    if name == NULLS_METRIC and counts.nulls is not None:
+        return counts.nulls
+    if name.endswith(".unexpected_count") and counts.unexpected is not None:
+        return counts.unexpected
+    if name.endswith(".unexpected_values") and counts.unexpected is not None:
+        return []  # BASIC results with partial_unexpected_count 0 list none
+    raise QualityError(
+        f"Great Expectations {gx.__version__} asks for the metric {name} to judge "
+        f"{expectation_type}, which eventlake's one-pass counts do not give "
+        "(eventlake.quality.measure): check this GX version before using it."
+    )
 
 
 def results_by_plan_index(

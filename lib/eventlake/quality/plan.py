@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -102,15 +103,32 @@ def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: b
     return joined.withColumn(OCCURRENCES, F.when(has_key, F.coalesce(F.col(OCCURRENCES), F.lit(1))))
 
 
-def with_topic_columns(frame: DataFrame, rules: TopicRules) -> DataFrame:
-    """Add the columns of per-topic rules: invalid extension names and the partitionkey."""
-    name_pattern = f"^[a-z0-9]{{1,{rules.max_extension_name_length}}}\\z"
-    bad_names = F.filter(F.map_keys("extensions"), lambda name: ~name.rlike(name_pattern))
+def with_topic_columns(
+    frame: DataFrame, rules: TopicRules, by_topic: Mapping[str, TopicRules] | None = None
+) -> DataFrame:
+    """Add the columns of per-topic rules: invalid extension names and the partitionkey.
+    ``rules`` hold for every row, or, with ``by_topic``, for the topics it does not name.
+
+    Example:
+        >>> with_topic_columns(events, defaults, {"orders": orders_rules}).columns[-2:]
+        ['invalid_extension_names', 'partitionkey']
+    """
+
+    def invalid_names(rules: TopicRules) -> Column:
+        name_pattern = f"^[a-z0-9]{{1,{rules.max_extension_name_length}}}\\z"
+        bad = F.filter(F.map_keys("extensions"), lambda name: ~name.rlike(name_pattern))
+        return F.when(F.size(bad) > 0, F.array_join(F.array_sort(bad), ", "))
+
+    invalid = invalid_names(rules)
+    for topic, topic_rules in (by_topic or {}).items():
+        # Only a topic whose name length differs needs a branch of its own.
+        if topic_rules.max_extension_name_length != rules.max_extension_name_length:
+            invalid = F.when(F.col("kafka_topic") == topic, invalid_names(topic_rules)).otherwise(
+                invalid
+            )
     return frame.withColumns(
         {
-            INVALID_EXTENSION_NAMES: F.when(
-                F.size(bad_names) > 0, F.array_join(F.array_sort(bad_names), ", ")
-            ),
+            INVALID_EXTENSION_NAMES: invalid,
             PARTITIONKEY: F.nullif(F.try_element_at("extensions", F.lit(PARTITIONKEY)), F.lit("")),
         }
     )

@@ -8,14 +8,17 @@ One run (:func:`run_checks`):
    same way.
 2. **Derive** the columns some rules need, as Spark expressions: how often each
    (source, id) occurs in the whole table, the invalid extension names, the
-   partitionkey extension. The slice is cached once for all expectations.
-3. **Validate** per topic: an expectation suite built from the topic's rules
-   (:mod:`eventlake.quality.config`, :mod:`eventlake.quality.plan`) runs on the slice
-   through GX's Spark data source; the rejects rate runs on a one-row frame of the
-   slice's counts (:mod:`eventlake.quality.validation`).
-4. **Sample**: for a failed check its condition runs again in Spark and the first 10
+   partitionkey extension.
+3. **Count** in one aggregate pass over the slice, for every topic at once, what each
+   topic's checks need: rows, nulls per checked column, offending rows per check
+   (:mod:`eventlake.quality.measure`).
+4. **Validate** per topic: an expectation suite built from the topic's rules
+   (:mod:`eventlake.quality.config`, :mod:`eventlake.quality.plan`) is judged by GX from
+   those counts; the rejects rate runs through GX's Spark data source on a one-row-per-
+   topic frame of the slice's counts (:mod:`eventlake.quality.validation`).
+5. **Sample**: for a failed check its condition runs again in Spark and the first 10
    Kafka coordinates of offending rows are kept, so a person can find the records.
-5. **Publish**: GX Data Docs are rebuilt under ``<warehouse>/dq_docs`` and one row per
+6. **Publish**: GX Data Docs are rebuilt under ``<warehouse>/dq_docs`` and one row per
    expectation is appended to ``<warehouse>/dq_results``, which also records the versions
    checked (the next run starts after them; :mod:`eventlake.quality.results`).
 
@@ -31,9 +34,8 @@ Example:
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -42,10 +44,18 @@ from eventlake.quality.config import (
     CheckName,
     QualityConfig,
     QualityConfigError,
+    TopicRules,
     load_quality_config,
 )
 from eventlake.quality.gx import Validator
-from eventlake.quality.plan import CHECKED_COLUMNS, with_occurrences
+from eventlake.quality.measure import measure_slice, no_rows
+from eventlake.quality.plan import (
+    CHECKED_COLUMNS,
+    PlannedCheck,
+    plan_checks,
+    with_occurrences,
+    with_topic_columns,
+)
 from eventlake.quality.request import CheckRequest, QualityError
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
 from eventlake.quality.slices import read_slice
@@ -125,7 +135,7 @@ def _run_checks(
     description = events_slice.describe(request.table) + (
         f", {rejects_slice.describe(REJECTS)}" if rejects_slice else ", rejects absent"
     )
-    # Only what the checks read: the slice is held for all of them, without its data.
+    # Only what the checks read: never the data or the raw record.
     events = events_slice.frame.select(*CHECKED_COLUMNS)
     rejects = (
         # Only the ingest job's rejects: republish records its own reads of a topic too.
@@ -152,35 +162,50 @@ def _run_checks(
             .load(str(table_path))
         )
         events = with_occurrences(events, table, whole=events_slice.after is None)
-    # Every expectation scans the slice: read and derive it once.
-    events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        event_counts = _topic_counts(events)
-        reject_counts = _topic_counts(rejects)
-        if request.topic is not None:
-            topics = [request.topic]
-        else:
-            topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
-        if topics:
-            validator = Validator.create(settings, run_id, run_time)
-            rules = {topic: rules_config.rules_for(topic) for topic in topics}
-            for topic in topics:
-                report.results += check_topic(
-                    validator,
-                    topic,
-                    rules[topic],
-                    events,
-                    run_time=run_time,
-                    has_occurrences=uniqueness,
-                )
-            counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
-            report.results += check_rejects_rates(validator, rules, counts, rejects)
-            # Grouped by topic for reading; the sort is stable, plan order stays.
-            report.results.sort(key=lambda r: r.topic)
-            report.docs_index = validator.build_docs()
-        rejects_version = rejects_slice.end_version if rejects_slice else -1
-        # Last: the versions recorded here are where the next incremental run starts.
-        write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
-    finally:
-        events.unpersist()
+    named = [request.topic] if request.topic is not None else configured
+    named_rules = {topic: rules_config.rules_for(topic) for topic in named}
+
+    def latest_time(rules: TopicRules) -> datetime:
+        return run_time + timedelta(seconds=rules.max_future_skew_seconds)
+
+    def plan(rules: TopicRules) -> list[PlannedCheck]:
+        return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
+
+    events = with_topic_columns(events, rules_config.defaults, named_rules)
+    # Every check of every topic counted in one pass over the slice; GX judges the counts.
+    planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
+    if request.topic is None:
+        planned[None] = plan(rules_config.defaults)
+    measured = measure_slice(events, planned)
+    event_counts = {t: m.rows for t, m in measured.items() if m.rows}
+    reject_counts = _topic_counts(rejects)
+    if request.topic is not None:
+        topics = [request.topic]
+    else:
+        topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
+    if topics:
+        validator = Validator.create(settings, run_id, run_time)
+        rules = {topic: rules_config.rules_for(topic) for topic in topics}
+        for topic in topics:
+            # A topic with rejects only has no row in the slice: its counts are zeros.
+            topic_measures = measured.get(topic) or no_rows(
+                planned[topic] if topic in planned else planned[None]
+            )
+            report.results += check_topic(
+                validator,
+                topic,
+                rules[topic],
+                events,
+                topic_measures,
+                latest_time=latest_time(rules[topic]),
+                has_occurrences=uniqueness,
+            )
+        counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
+        report.results += check_rejects_rates(validator, rules, counts, rejects)
+        # Grouped by topic for reading; the sort is stable, plan order stays.
+        report.results.sort(key=lambda r: r.topic)
+        report.docs_index = validator.build_docs()
+    rejects_version = rejects_slice.end_version if rejects_slice else -1
+    # Last: the versions recorded here are where the next incremental run starts.
+    write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
     return report

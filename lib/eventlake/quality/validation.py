@@ -1,16 +1,17 @@
 """Validating a run's slice: each topic's events suite and the rejects-rate suite run
 through GX, their outcomes turned into :class:`CheckResult` rows in plan order.
 
-GX computes the counts of every expectation of a suite together; for a failed check
-its condition runs again in Spark and the first ``SAMPLE_SIZE`` Kafka coordinates of
-offending rows are kept, so a person can find the records, with their values of the
-checked column as examples.
+The events suites are judged by GX from the counts of one pass over the slice
+(:mod:`eventlake.quality.measure`); for a failed check its condition runs again in Spark
+and the first ``SAMPLE_SIZE`` Kafka coordinates of offending rows are kept, so a person
+can find the records, with their values of the checked column as examples. The rejects
+rate is validated by GX itself, on a frame of one row per topic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from great_expectations.expectations.core.expect_column_max_to_be_between import (
@@ -36,7 +37,9 @@ from eventlake.quality.gx import (
     expectation_label,
     results_by_plan_index,
 )
-from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks, with_topic_columns
+from eventlake.quality.measure import TopicMeasures
+from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks
+from eventlake.quality.request import QualityError
 from eventlake.quality.results import CheckResult, Coordinate, clip
 from eventlake.spark import local_rows
 from eventlake.tables import EVENTS, KAFKA_COORDINATES
@@ -95,33 +98,42 @@ def check_topic(
     validator: Validator,
     topic: str,
     rules: TopicRules,
-    events: DataFrame,
+    frame: DataFrame,
+    measured: TopicMeasures,
     *,
-    run_time: datetime,
+    latest_time: datetime,
     has_occurrences: bool,
 ) -> list[CheckResult]:
-    """Validate one topic's events slice against its rules; results in plan order.
+    """Judge one topic's events slice against its rules from its counts (``measured``, by
+    :func:`eventlake.quality.measure.measure_slice` with the plan of the same rules and
+    ``latest_time``); results in plan order. ``frame`` (every topic's rows, with the
+    derived columns) is read again only for the sample of a check that failed.
 
     Example:
         >>> results = check_topic(
-        ...     validator, "orders", rules, events, run_time=datetime.now(UTC), has_occurrences=True
+        ...     validator, "orders", rules, frame, measured["orders"], latest_time=latest,
+        ...     has_occurrences=True,
         ... )
         >>> [(r.check.value, r.success) for r in results][:1]
         [('required_not_null', True)]
     """
-    latest = run_time + timedelta(seconds=rules.max_future_skew_seconds)
-    planned = plan_checks(rules, latest_time=latest, has_occurrences=has_occurrences)
+    planned = plan_checks(rules, latest_time=latest_time, has_occurrences=has_occurrences)
     if not planned:
         return []
-    frame = with_topic_columns(events.where(F.col("kafka_topic") == topic), rules)
-    outcome = validator.validate(
+    if len(planned) != len(measured.unexpected):
+        raise QualityError(f"topic {topic}: the counts were taken for another plan of checks")
+    outcome = validator.record(
         f"{EVENTS}.{topic}",
         validator.events_batch,
         [p.expectation for p in planned],
-        frame,
-        {LATEST_TIME_PARAMETER: latest},
+        [
+            measured.counts_of(index, p.expectation.configuration.kwargs.get("column"))
+            for index, p in enumerate(planned)
+        ],
+        {LATEST_TIME_PARAMETER: latest_time},
     )
     by_index = results_by_plan_index(outcome)
+    own_rows = frame.where(F.col("kafka_topic") == topic)
     results: list[CheckResult] = []
     for index, plan in enumerate(planned):
         result = by_index[index]
@@ -132,7 +144,7 @@ def check_topic(
         examples: tuple[Any, ...] = ()
         if not success and error is None and plan.unexpected is not None:
             column = plan.expectation.configuration.kwargs.get("column")
-            sample, examples = _sample(frame, plan.unexpected, column)
+            sample, examples = _sample(own_rows, plan.unexpected, column)
         results.append(
             CheckResult(
                 topic=topic,
