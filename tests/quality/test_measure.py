@@ -148,6 +148,6 @@ def test_a_metric_the_counts_cannot_give_is_an_error_naming_it(spark: SparkSessi
     (row_count,) = [p for p in _plan(DEFAULTS) if p.check is CheckName.ROW_COUNT]
     not_null = _plan(DEFAULTS)[0].expectation
     # A column expectation judged without its column's counts.
-    with pytest.raises(QualityError, match="column_values.nonnull.unexpected_count"):
+    with pytest.raises(QualityError, match=r"column_values\.nonnull\.unexpected_count"):
         judge(not_null, CheckCounts(rows=3), {}, "b")
     assert judge(row_count.expectation, CheckCounts(rows=3), {}, "b").success
