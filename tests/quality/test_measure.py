@@ -9,6 +9,7 @@ suite is validated both ways, GX's own Spark run and :func:`measure_slice` +
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from eventlake.quality.plan import (
 )
 from eventlake.quality.request import QualityError
 from eventlake.settings import Settings
+from eventlake.spark import release
 from eventlake.tables import EVENTS_SCHEMA
 
 RUN_TIME = datetime(2026, 11, 25, 12, tzinfo=UTC)
@@ -77,13 +79,14 @@ def _rows(topic: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def crafted(spark: SparkSession) -> DataFrame:
+def crafted(spark: SparkSession) -> Iterator[DataFrame]:
     rows = [r for topic in (*OWN_RULES, "plain") for r in _rows(topic)]
     frame = spark.createDataFrame(
         [Row(**{f: r.get(f) for f in EVENTS_SCHEMA.names}) for r in rows], EVENTS_SCHEMA
     )
     derived = with_occurrences(frame, frame, whole=True)
-    return with_topic_columns(derived, DEFAULTS, OWN_RULES).cache()
+    yield with_topic_columns(derived, DEFAULTS, OWN_RULES)
+    release(derived)
 
 
 def _plan(rules: TopicRules) -> list[PlannedCheck]:

@@ -7,9 +7,11 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
@@ -61,6 +63,23 @@ TriggerOption = Annotated[
         "'processing-time=<interval>' (run until stopped)."
     ),
 ]
+
+
+def import_in_background(module: str) -> None:
+    """Start importing ``module`` on a daemon thread, so that a slow import overlaps the
+    Spark session's start (the JVM's launch leaves the Python process waiting); a later
+    import of it in the job waits for this one, and raises what it raised.
+
+    Example:
+        >>> import_in_background("eventlake.quality")  # GX: ~2.5 s of imports
+    """
+
+    def load() -> None:
+        # A failure is reported by the job's own import of the module, once.
+        with suppress(Exception):
+            importlib.import_module(module)
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
 
 
 def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:

@@ -10,7 +10,7 @@ The modules, one concern each (:mod:`eventlake.quality.run` describes a run step
 * ``slices``: the rows a Delta table gained since a version, from the Delta log;
 * ``measure``: every topic's checks counted in one aggregate pass over the slice;
 * ``validation``: suites judged by GX, outcomes turned into results with samples;
-* ``gx``: the GX context, validator and results, and GX's quiet import;
+* ``gx``: the GX context, validator and results; ``quiet``: GX's quiet import;
 * ``results``: results, the report, and the ``dq_results`` table (written and read back).
 
 Not here: the schema of ``dq_results`` (:mod:`eventlake.tables`, with every warehouse
@@ -24,12 +24,9 @@ Example:
     0
 """
 
-# First, before the modules below import great_expectations: gx quietens its import-time
-# loggers. Python runs this file before any module of the package, so importing one of
-# them alone (eventlake.quality.plan, say) gets the quiet import too.
-from eventlake.quality import gx  # noqa: F401
+from typing import TYPE_CHECKING, Any
 
-# isort: split
+# None of these imports great_expectations.
 from eventlake.quality.config import (
     CheckName,
     QualityConfig,
@@ -37,9 +34,28 @@ from eventlake.quality.config import (
     TopicRules,
     load_quality_config,
 )
+from eventlake.quality.quiet import quiet_gx_import_logs
 from eventlake.quality.request import CheckRequest, QualityError
 from eventlake.quality.results import CheckReport, CheckResult
-from eventlake.quality.run import run_checks
+
+# Before any module of the package can import great_expectations: its import-time loggers
+# are quietened. Python runs this file before any module of the package, so importing one
+# of them alone (eventlake.quality.plan, say) gets the quiet import too.
+quiet_gx_import_logs()
+
+if TYPE_CHECKING:
+    from eventlake.quality.run import run_checks
+
+
+def __getattr__(name: str) -> Any:
+    # run_checks imports Great Expectations (~2.5 s): loaded when first asked for, so that
+    # a request can be checked, or GX imported in the background, before that.
+    if name == "run_checks":
+        from eventlake.quality.run import run_checks
+
+        return run_checks
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CheckName",

@@ -16,29 +16,15 @@ Example:
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-#: Loggers that print hundreds of INFO lines ("Skipping registering function ...") while
-#: great_expectations is imported, once logging is configured (Airflow configures it).
-NOISY_GX_LOGGERS: Final = (
-    "great_expectations._docs_decorators",
-    "great_expectations.expectations.registry",
-)
-
-
-def _quiet_gx_import_logs() -> None:
-    for name in NOISY_GX_LOGGERS:
-        logger = logging.getLogger(name)
-        if logger.level == logging.NOTSET:  # a level set on purpose stays
-            logger.setLevel(logging.WARNING)
-
+from eventlake.quality.quiet import quiet_gx_import_logs
 
 # Must run before the first import of great_expectations: the lines are logged at import.
-_quiet_gx_import_logs()
+quiet_gx_import_logs()
 
 import great_expectations as gx
 from great_expectations.core.batch_definition import BatchDefinition

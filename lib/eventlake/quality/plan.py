@@ -50,6 +50,7 @@ from eventlake.quality.patterns import (
     MEDIA_TYPE_PATTERN,
     URI_REFERENCE_PATTERN,
 )
+from eventlake.spark import computed_once
 from eventlake.tables import KAFKA_COORDINATES
 
 #: The events table's columns that the checks read (and the coordinates of their samples):
@@ -80,23 +81,36 @@ class PlannedCheck:
     unexpected: Column | None
 
 
+#: Up to this many repeated (source, id) keys are sent to every task; above, the slice is
+#: shuffled by key to meet them.
+BROADCAST_REPEATED_MAX: Final = 1_000_000
+
+
 def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: bool) -> DataFrame:
     """Add how often each row's (source, id) occurs in the whole table.
 
     Duplicates of events checked in earlier slices count too: only the slice's keys are
-    looked up (a semi join), so an incremental run scans two columns of the table.
+    looked up (a semi join), so an incremental run scans two columns of the table. The
+    repeated keys are computed now, in a job of their own, and held: free them with
+    :func:`eventlake.spark.release` on the result when done.
+
+    Example:
+        >>> counted = with_occurrences(slice_frame, table, whole=True)
+        >>> release(counted)
     """
     keys = ["source", "id"]
     table_keys = table_frame.select(*keys)
     if not whole:
         table_keys = table_keys.join(slice_frame.select(*keys).distinct(), keys, "left_semi")
-    # Only the repeated keys are joined back: few, so Spark broadcasts them at run time
-    # instead of shuffling the slice.
-    repeated = (
+    repeated = computed_once(
         table_keys.groupBy(*keys)
         .agg(F.count(F.lit(1)).alias(OCCURRENCES))
         .where(F.col(OCCURRENCES) > 1)
     )
+    # Usually few: sent to every task, so the slice is joined where it is. Left to Spark
+    # to decide at run time, the slice's own shuffle ran before the choice was made.
+    if repeated.count() <= BROADCAST_REPEATED_MAX:
+        repeated = F.broadcast(repeated)
     joined = slice_frame.join(repeated, keys, "left")
     # Null keys match nothing and stay null: the not-null checks report those rows.
     has_key = F.col("source").isNotNull() & F.col("id").isNotNull()

@@ -61,7 +61,7 @@ from eventlake.quality.results import CheckReport, last_checked_versions, write_
 from eventlake.quality.slices import read_slice
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
-from eventlake.spark import local_rows
+from eventlake.spark import local_rows, release
 from eventlake.tables import DQ_RESULTS, REJECTS, REJECTS_SCHEMA, rejected_by_ingest
 
 
@@ -162,50 +162,54 @@ def _run_checks(
             .load(str(table_path))
         )
         events = with_occurrences(events, table, whole=events_slice.after is None)
-    named = [request.topic] if request.topic is not None else configured
-    named_rules = {topic: rules_config.rules_for(topic) for topic in named}
+    try:
+        named = [request.topic] if request.topic is not None else configured
+        named_rules = {topic: rules_config.rules_for(topic) for topic in named}
 
-    def latest_time(rules: TopicRules) -> datetime:
-        return run_time + timedelta(seconds=rules.max_future_skew_seconds)
+        def latest_time(rules: TopicRules) -> datetime:
+            return run_time + timedelta(seconds=rules.max_future_skew_seconds)
 
-    def plan(rules: TopicRules) -> list[PlannedCheck]:
-        return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
+        def plan(rules: TopicRules) -> list[PlannedCheck]:
+            return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
 
-    events = with_topic_columns(events, rules_config.defaults, named_rules)
-    # Every check of every topic counted in one pass over the slice; GX judges the counts.
-    planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
-    if request.topic is None:
-        planned[None] = plan(rules_config.defaults)
-    measured = measure_slice(events, planned)
-    event_counts = {t: m.rows for t, m in measured.items() if m.rows}
-    reject_counts = _topic_counts(rejects)
-    if request.topic is not None:
-        topics = [request.topic]
-    else:
-        topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
-    if topics:
-        validator = Validator.create(settings, run_id, run_time)
-        rules = {topic: rules_config.rules_for(topic) for topic in topics}
-        for topic in topics:
-            # A topic with rejects only has no row in the slice: its counts are zeros.
-            topic_measures = measured.get(topic) or no_rows(
-                planned[topic] if topic in planned else planned[None]
-            )
-            report.results += check_topic(
-                validator,
-                topic,
-                rules[topic],
-                events,
-                topic_measures,
-                latest_time=latest_time(rules[topic]),
-                has_occurrences=uniqueness,
-            )
-        counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
-        report.results += check_rejects_rates(validator, rules, counts, rejects)
-        # Grouped by topic for reading; the sort is stable, plan order stays.
-        report.results.sort(key=lambda r: r.topic)
-        report.docs_index = validator.build_docs()
-    rejects_version = rejects_slice.end_version if rejects_slice else -1
-    # Last: the versions recorded here are where the next incremental run starts.
-    write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
+        events = with_topic_columns(events, rules_config.defaults, named_rules)
+        # Every check of every topic counted in one pass over the slice; GX judges the counts.
+        planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
+        if request.topic is None:
+            planned[None] = plan(rules_config.defaults)
+        measured = measure_slice(events, planned)
+        event_counts = {t: m.rows for t, m in measured.items() if m.rows}
+        reject_counts = _topic_counts(rejects)
+        if request.topic is not None:
+            topics = [request.topic]
+        else:
+            topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
+        if topics:
+            validator = Validator.create(settings, run_id, run_time)
+            rules = {topic: rules_config.rules_for(topic) for topic in topics}
+            for topic in topics:
+                # A topic with rejects only has no row in the slice: its counts are zeros.
+                topic_measures = measured.get(topic) or no_rows(
+                    planned[topic] if topic in planned else planned[None]
+                )
+                report.results += check_topic(
+                    validator,
+                    topic,
+                    rules[topic],
+                    events,
+                    topic_measures,
+                    latest_time=latest_time(rules[topic]),
+                    has_occurrences=uniqueness,
+                )
+            counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
+            report.results += check_rejects_rates(validator, rules, counts, rejects)
+            # Grouped by topic for reading; the sort is stable, plan order stays.
+            report.results.sort(key=lambda r: r.topic)
+            report.docs_index = validator.build_docs()
+        rejects_version = rejects_slice.end_version if rejects_slice else -1
+        # Last: the versions recorded here are where the next incremental run starts.
+        write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
+    finally:
+        # The repeated (source, id) keys with_occurrences held.
+        release(events)
     return report

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.ledger import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark import local_rows
 
@@ -117,9 +118,8 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
 
     if not (table / "_delta_log").is_dir():
         raise QualityError(f"No Delta table at {table}.")
-    delta_table = DeltaTable.forPath(spark, str(table))
-    history = delta_table.history(1).select("version").first()
-    end = int(history[0]) if history is not None else 0
+    # From the log, without a Spark job (the table's history is one).
+    end = landed_version(table) or 0
     snapshot = spark.read.format("delta").option("versionAsOf", end).load(str(table))
     if after is None:
         return TableSlice(snapshot, end)
@@ -131,7 +131,12 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
     files = new_data_files(commits)
     if not files:
         return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
-    detail = delta_table.detail().select("partitionColumns", "properties").first()
+    detail = (
+        DeltaTable.forPath(spark, str(table))
+        .detail()
+        .select("partitionColumns", "properties")
+        .first()
+    )
     partitioned = bool(detail and detail["partitionColumns"])
     properties = (detail["properties"] if detail else None) or {}
     mapped = properties.get("delta.columnMapping.mode", "none") != "none"
