@@ -11,10 +11,13 @@ records, the floor that the targets' asked seconds are read against. Every job o
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from eventlake.kafka import make_admin
@@ -36,6 +39,7 @@ from tests.benchmarks.bench import (
     STARTUP_GOALS,
     TIME_GOALS,
     run_bench,
+    tree_memory,
 )
 from tests.benchmarks.latency import Scenario, run_latency
 
@@ -214,3 +218,36 @@ def test_latency_bench_sees_every_record_land_and_stops_the_stream(
     assert "| 50 | 500 |" in report.with_suffix(".md").read_text()
     # The scenario's warehouse (and topic) go when it is measured.
     assert not any(p.is_dir() for p in warehouse_settings.warehouse.glob("latency-*"))
+
+
+FORKING_JVM = """
+import os, sys, time
+held = bytearray(300 * 2**20)  # 300 MB of pages the fork shares
+for i in range(0, len(held), 4096):
+    held[i] = 1
+if os.fork() == 0:
+    time.sleep(60)
+    os._exit(0)
+print("forked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_bench_counts_a_process_the_jvm_forked_by_its_own_pages(tmp_path: Path) -> None:
+    # A Python interpreter named "java" stands for the driver's JVM: its child, forked
+    # and not yet exec'd (as Hadoop's shell helpers are), shares its 300 MB.
+    java = tmp_path / "java"
+    java.symlink_to(Path(sys.executable).resolve())
+    parent = subprocess.Popen([str(java), "-c", FORKING_JVM], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "forked"
+        process = psutil.Process(parent.pid)
+        (child,) = process.children()
+        assert child.memory_info().rss > 250 * 2**20  # what summed RSS counted twice
+        counted = tree_memory([process, child])
+        assert process.memory_info().rss < counted < process.memory_info().rss + 100 * 2**20
+    finally:
+        for running in psutil.Process(parent.pid).children():
+            running.kill()
+        parent.kill()
+        parent.wait()
