@@ -126,13 +126,13 @@ def check_delta_version() -> str:
     return version
 
 
-def _delta_rs_table(path: str | Path) -> Any:
+def delta_rs_table(path: str | Path) -> Any:
     """The Delta table at ``path`` through delta-rs, or None while there is none: no log
     folder yet, or one whose first commit is still being written (another process is
     creating the table).
 
     Example:
-        >>> _delta_rs_table("/wh/state/new") is None
+        >>> delta_rs_table("/wh/state/new") is None
         True
     """
     from deltalake import DeltaTable
@@ -155,7 +155,7 @@ def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, 
         >>> read_marks("/wh/events", "ingest", ["orders"])
         (42, {('orders', 0): 1200, ('orders', 1): 1187})
     """
-    table = _delta_rs_table(path)
+    table = delta_rs_table(path)
     if table is None:
         return -1, {}
     marks: Marks = {}
@@ -174,7 +174,7 @@ def landed_version(path: str | Path) -> int | None:
         >>> landed_version("/wh/events")
         42
     """
-    table = _delta_rs_table(path)
+    table = delta_rs_table(path)
     return None if table is None else int(table.version())
 
 
@@ -186,7 +186,7 @@ def read_caught_up(path: str | Path, topic: str) -> int | None:
         >>> read_caught_up("/wh/state/customers", "customers")
         1764050000000
     """
-    table = _delta_rs_table(path)
+    table = delta_rs_table(path)
     if table is None:
         return None
     version = table.transaction_version(caught_up_key(topic))

@@ -259,20 +259,26 @@ def rows_added_by(
         >>> rows_added_by(spark, events_path, 42, EVENTS_SCHEMA).count()
         1000000
     """
-    from delta.tables import DeltaTable
+    # Read from the log with delta-rs and the file system, as the ledger reads its marks:
+    # through Spark, the table's detail and the commit's text were Spark jobs of every
+    # state batch.
+    from eventlake.ledger import delta_rs_table
 
-    detail = DeltaTable.forPath(spark, path).detail().first()
+    table = delta_rs_table(path)
+    if table is None:
+        return None
+    metadata = table.metadata()
     # Partition values live in the log, renamed columns under physical names: a plain
     # Parquet read would give NULLs there.
-    if detail is None or detail["partitionColumns"]:
+    if metadata.partition_columns:
         return None
-    if (detail["properties"] or {}).get("delta.columnMapping.mode", "none") != "none":
+    if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
         return None
-    commit = f"{path.rstrip('/')}/_delta_log/{version:020d}.json"
+    commit = Path(path) / "_delta_log" / f"{version:020d}.json"
     adds = [
         action["add"]
-        for row in spark.read.text(commit).collect()
-        if "add" in (action := json.loads(row["value"]))
+        for line in commit.read_text(encoding="utf-8").splitlines()
+        if line.strip() and "add" in (action := json.loads(line))
     ]
     if any(add.get("deletionVector") for add in adds):
         return None
