@@ -26,8 +26,8 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TypeVar
-from urllib.parse import unquote
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote, urlparse
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -274,26 +274,45 @@ def rows_added_by(
         return None
     if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
         return None
-    commit = Path(path) / "_delta_log" / f"{version:020d}.json"
-    adds = [
-        action["add"]
-        for line in commit.read_text(encoding="utf-8").splitlines()
-        if line.strip() and "add" in (action := json.loads(line))
-    ]
+    actions = commit_actions(path, version)
+    if actions is None:
+        return None
+    adds = [action["add"] for action in actions if "add" in action]
     if any(add.get("deletionVector") for add in adds):
         return None
     if not adds:
         return local_rows(spark, [], schema)
-    files = [_data_file(path, add["path"]) for add in adds]
+    files = [data_file(path, add["path"]) for add in adds]
     return spark.read.schema(schema).parquet(*files)
 
 
-def _data_file(table: str, relative: str) -> str:
+def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | None:
+    """The actions of commit ``version`` of the Delta table at ``path``, read from its log
+    file (no Spark); None when the file is gone (log cleanup).
+
+    Example:
+        >>> [a for a in commit_actions("/wh/events", 42) if "add" in a][0]["add"]["path"]
+        'part-00000-....parquet'
+    """
+    commit = Path(path) / "_delta_log" / f"{version:020d}.json"
+    if not commit.is_file():
+        return None
+    lines = commit.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def data_file(table: str | Path, relative: str) -> str:
     """An ``add`` action's path (a URI, relative to the table unless absolute) as a path
-    Spark reads."""
-    if "://" in relative or relative.startswith("/"):
+    Spark reads.
+
+    Example:
+        >>> data_file("/wh/events", "part-0%3A1.parquet")
+        '/wh/events/part-0:1.parquet'
+    """
+    # A URI ("file:/...", "s3://...") or an absolute path is the file's own name.
+    if urlparse(relative).scheme or relative.startswith("/"):
         return relative
-    return f"{table.rstrip('/')}/{unquote(relative)}"
+    return f"{str(table).rstrip('/')}/{unquote(relative)}"
 
 
 #: Session confs of a MERGE whose source :func:`merge_source` made: Delta would otherwise

@@ -115,10 +115,7 @@ def test_counts_judged_by_gx_equal_gx_scanning_the_slice(
         "counted",
         validator.events_batch,
         [p.expectation for p in counted_plan],
-        [
-            measured[topic].counts_of(i, p.expectation.configuration.kwargs.get("column"))
-            for i, p in enumerate(counted_plan)
-        ],
+        [measured[topic].counts_of(i, p.column) for i, p in enumerate(counted_plan)],
         latest,
     )
     by_scan, by_count = results_by_plan_index(scanned), results_by_plan_index(counted)

@@ -130,12 +130,7 @@ class Validator:
         parameters: dict[str, Any],
     ) -> ExpectationSuiteValidationResult:
         """Run a suite on a DataFrame; the result is stored for Data Docs."""
-        suite = self.context.suites.add_or_update(
-            gx.ExpectationSuite(name=suite_name, expectations=expectations)
-        )
-        definition = self.context.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
-        )
+        definition = self._define(suite_name, batch, expectations)
         result = definition.run(
             batch_parameters={"dataframe": frame},
             expectation_parameters=parameters,
@@ -164,12 +159,7 @@ class Validator:
             ...                  [CheckCounts(rows=10, nulls=0, unexpected=0)], {}).success
             True
         """
-        suite = self.context.suites.add_or_update(
-            gx.ExpectationSuite(name=suite_name, expectations=list(expectations))
-        )
-        definition = self.context.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
-        )
+        definition = self._define(suite_name, batch, expectations)
         asset = batch.data_asset
         batch_id = f"{asset.datasource.name}-{asset.name}"
         results = [
@@ -210,6 +200,17 @@ class Validator:
             expectation_suite_identifier=ExpectationSuiteIdentifier(name=suite_name),
         )
         return outcome
+
+    def _define(
+        self, suite_name: str, batch: BatchDefinition[Any], expectations: Sequence[Expectation]
+    ) -> gx.ValidationDefinition:
+        # The suite and its validation definition, stored in GX's stores (Data Docs).
+        suite = self.context.suites.add_or_update(
+            gx.ExpectationSuite(name=suite_name, expectations=list(expectations))
+        )
+        return self.context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=suite_name, data=batch, suite=suite)
+        )
 
     def _keep_for_docs(self, suite_name: str, batch_id: str | None) -> ValidationResultIdentifier:
         suite_id = ExpectationSuiteIdentifier(name=suite_name)

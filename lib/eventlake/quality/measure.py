@@ -95,7 +95,7 @@ def measure_slice(
                 if key not in condition_alias:
                     condition_alias[key] = f"_u{len(condition_alias)}"
                     aggregates[condition_alias[key]] = F.count_if(check.unexpected)
-            column = check.expectation.configuration.kwargs.get("column")
+            column = check.column
             if column is not None and column not in null_alias:
                 null_alias[column] = f"_n{len(null_alias)}"
                 aggregates[null_alias[column]] = F.count_if(F.col(column).isNull())

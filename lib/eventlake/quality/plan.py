@@ -80,6 +80,12 @@ class PlannedCheck:
     #: Rows breaking the rule (same semantics as the expectation), for the sample.
     unexpected: Column | None
 
+    @property
+    def column(self) -> str | None:
+        """The column the expectation checks (None: a table-level check)."""
+        column = self.expectation.configuration.kwargs.get("column")
+        return None if column is None else str(column)
+
 
 #: Up to this many repeated (source, id) keys are sent to every task; above, the slice is
 #: shuffled by key to meet them.

@@ -7,7 +7,6 @@ for why versions and not ``ingested_at``, and for the fallbacks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pyspark.sql import functions as F
 from eventlake.ledger import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark import local_rows
+from eventlake.tables import commit_actions, data_file
 
 
 @dataclass(frozen=True)
@@ -77,25 +77,6 @@ def new_data_files(commits: Iterable[Sequence[Mapping[str, Any]]]) -> list[str]:
     return list(files)
 
 
-def _read_commits(table: Path, first: int, last: int) -> list[list[dict[str, Any]]] | None:
-    """The actions of commits first..last from the Delta log; None when one has expired."""
-    commits = []
-    for version in range(first, last + 1):
-        path = table / "_delta_log" / f"{version:020d}.json"
-        if not path.is_file():
-            return None
-        lines = path.read_text(encoding="utf-8").splitlines()
-        commits.append([json.loads(line) for line in lines if line.strip()])
-    return commits
-
-
-def _data_file_path(table: Path, log_path: str) -> str:
-    """A log path (URI-encoded, relative to the table unless absolute) as a readable path."""
-    if urlparse(log_path).scheme:
-        return log_path
-    return str(table / unquote(log_path))
-
-
 def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlice:
     """The rows a Delta table gained after version ``after`` (None: the whole table).
 
@@ -125,8 +106,9 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
         return TableSlice(snapshot, end)
     if after >= end:
         return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
-    commits = _read_commits(table, after + 1, end)
-    if commits is None:
+    found = [commit_actions(table, version) for version in range(after + 1, end + 1)]
+    commits = [c for c in found if c is not None]
+    if len(commits) < len(found):
         return TableSlice(snapshot, end, note=f"log of v{after + 1} expired: whole table")
     files = new_data_files(commits)
     if not files:
@@ -143,7 +125,7 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
     if partitioned or mapped:
         names = [Path(unquote(urlparse(f).path)).name for f in files]
         return TableSlice(snapshot.where(F.col("_metadata.file_name").isin(names)), end, after)
-    paths = [_data_file_path(table, f) for f in files]
+    paths = [data_file(table, f) for f in files]
     if not all(Path(p).exists() for p in paths if not urlparse(p).scheme):
         return TableSlice(snapshot, end, note="files of the slice were vacuumed: whole table")
     # Plain Parquet files of an unpartitioned table without column mapping: reading them

@@ -126,10 +126,7 @@ def check_topic(
         f"{EVENTS}.{topic}",
         validator.events_batch,
         [p.expectation for p in planned],
-        [
-            measured.counts_of(index, p.expectation.configuration.kwargs.get("column"))
-            for index, p in enumerate(planned)
-        ],
+        [measured.counts_of(index, p.column) for index, p in enumerate(planned)],
         {LATEST_TIME_PARAMETER: latest_time},
     )
     by_index = results_by_plan_index(outcome)
@@ -143,8 +140,7 @@ def check_topic(
         sample: tuple[Coordinate, ...] = ()
         examples: tuple[Any, ...] = ()
         if not success and error is None and plan.unexpected is not None:
-            column = plan.expectation.configuration.kwargs.get("column")
-            sample, examples = _sample(own_rows, plan.unexpected, column)
+            sample, examples = _sample(own_rows, plan.unexpected, plan.column)
         results.append(
             CheckResult(
                 topic=topic,
