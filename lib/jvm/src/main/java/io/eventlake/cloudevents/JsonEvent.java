@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -112,7 +113,7 @@ final class JsonEvent {
       }
       if (first == JsonToken.START_OBJECT) {
         event.isObject = true;
-        event.readMembers(parser);
+        event.readMembers(parser, value);
       } else {
         parser.skipChildren();
       }
@@ -126,7 +127,7 @@ final class JsonEvent {
     return event;
   }
 
-  private void readMembers(JsonParser parser) throws IOException {
+  private void readMembers(JsonParser parser, byte[] input) throws IOException {
     JsonToken token;
     while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
       String name = parser.currentName();
@@ -135,7 +136,7 @@ final class JsonEvent {
         badNames.add(name);
       }
       if (name.equals(KafkaBinding.DATA)) {
-        readData(parser, valueToken);
+        readData(parser, valueToken, input);
       } else if (KafkaBinding.isContextAttribute(name) || name.equals(KafkaBinding.DATA_BASE64)) {
         if (valueToken == JsonToken.VALUE_STRING) {
           strings.put(name, parser.getText());
@@ -189,16 +190,16 @@ final class JsonEvent {
     }
   }
 
-  private void readData(JsonParser parser, JsonToken token) throws IOException {
+  private void readData(JsonParser parser, JsonToken token, byte[] input) throws IOException {
     switch (token) {
       case VALUE_NULL -> dataKind = DataKind.NONE;
       case VALUE_STRING -> {
         dataKind = DataKind.STRING;
-        dataString = parser.getText();
+        dataString = PlainStrings.text(parser, input);
       }
       default -> {
         dataKind = DataKind.OTHER;
-        Object tree = readTree(parser, token);
+        Object tree = readTree(parser, token, input);
         dataTree = tree;
         ByteArrayOutputStream out = new ByteArrayOutputStream(256);
         try (JsonGenerator generator = FACTORY.createGenerator(out)) {
@@ -212,16 +213,31 @@ final class JsonEvent {
   /** A JSON number, kept as its text, and whether it was written as a whole number. */
   record NumberText(String text, JsonToken token) {}
 
-  /** A JSON string (a Java String in the tree stands for a member name only in maps). */
-  record Text(String value) {}
+  /**
+   * A JSON string (a Java String in the tree stands for a member name only in maps); when it
+   * was plain in the input ({@link PlainStrings}), {@code source[start, end)} is its UTF-8,
+   * which the writer copies; otherwise {@code source} is null.
+   */
+  record Text(String value, byte[] source, int start, int end) {
+    static Text read(JsonParser parser, byte[] input) throws IOException {
+      int start = PlainStrings.start(parser, input);
+      int end = start < 0 ? -1 : PlainStrings.end(input, start);
+      if (end < 0) {
+        return new Text(parser.getText(), null, 0, 0);
+      }
+      return new Text(
+          new String(input, start, end - start, StandardCharsets.UTF_8), input, start, end);
+    }
+  }
 
-  private static Object readTree(JsonParser parser, JsonToken token) throws IOException {
+  private static Object readTree(JsonParser parser, JsonToken token, byte[] input)
+      throws IOException {
     switch (token) {
       case START_OBJECT -> {
         TreeMap<String, Object> members = new TreeMap<>(CODE_POINT_ORDER);
         while (parser.nextToken() == JsonToken.FIELD_NAME) {
           String name = parser.currentName();
-          members.put(name, readTree(parser, parser.nextToken()));
+          members.put(name, readTree(parser, parser.nextToken(), input));
         }
         return members;
       }
@@ -229,12 +245,12 @@ final class JsonEvent {
         List<Object> items = new ArrayList<>();
         JsonToken next;
         while ((next = parser.nextToken()) != JsonToken.END_ARRAY) {
-          items.add(readTree(parser, next));
+          items.add(readTree(parser, next, input));
         }
         return items;
       }
       case VALUE_STRING -> {
-        return new Text(parser.getText());
+        return Text.read(parser, input);
       }
       case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
         return new NumberText(parser.getText(), token);
@@ -268,7 +284,12 @@ final class JsonEvent {
       }
       generator.writeEndArray();
     } else if (node instanceof Text text) {
-      generator.writeString(text.value());
+      if (text.source() != null) {
+        // Plain: the bytes are what writeString would write (no escapes, UTF-8 output).
+        generator.writeRawUTF8String(text.source(), text.start(), text.end() - text.start());
+      } else {
+        generator.writeString(text.value());
+      }
     } else if (node instanceof NumberText number) {
       generator.writeNumber(number.text());
     } else if (node instanceof Boolean bool) {

@@ -6,8 +6,13 @@ final class Utf8 {
 
   /** True when {@code bytes} is well-formed UTF-8; a tight ASCII loop settles most text. */
   static boolean isValid(byte[] bytes) {
-    int i = 0;
-    int n = bytes.length;
+    return isValid(bytes, 0, bytes.length);
+  }
+
+  /** True when {@code bytes[from, to)} is well-formed UTF-8. */
+  static boolean isValid(byte[] bytes, int from, int to) {
+    int i = from;
+    int n = to;
     while (i < n) {
       int b = bytes[i];
       if (b >= 0) {

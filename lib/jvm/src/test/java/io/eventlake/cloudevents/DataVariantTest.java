@@ -92,6 +92,16 @@ class DataVariantTest {
   }
 
   @Test
+  void illFormedUtf8InsideAJsonStringLeavesNoVariant() {
+    byte[] value = "{\"a\":\"ok then #\"}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    value[value.length - 3] = (byte) 0xED; // the start of an encoded surrogate, cut short
+    Decoded event = decode(value, binary("content-type", "application/json"));
+    assertNull(event.reason, event.detail);
+    assertNull(event.dataJson);
+    assertTrue(event.dataJsonInvalid);
+  }
+
+  @Test
   void binaryDataUnderANonJsonTypeOrNoTypeHasNoVariant() {
     assertNull(decode("{\"a\":1}", binary("content-type", "text/plain")).dataJson);
     Decoded untyped = decode("{\"a\":1}", binary());

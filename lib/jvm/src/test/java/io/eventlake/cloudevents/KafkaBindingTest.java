@@ -156,6 +156,29 @@ class KafkaBindingTest {
     assertFalse(Utf8.isValid(java.util.HexFormat.of().parseHex(hex)));
   }
 
+  /** A bad sequence is found after any run of ASCII, and a range is checked alone. */
+  @ParameterizedTest
+  @ValueSource(ints = {0, 1, 7, 8, 9, 15, 16, 17})
+  void utf8FindsABadSequenceAfterAnyRunOfAscii(int asciiBefore) {
+    String ascii = "abcdefghijklmnopq".substring(0, asciiBefore);
+    for (String bad : List.of("C080", "EDA080", "FF", "C2")) {
+      byte[] bytes = java.util.HexFormat.of().parseHex(
+          java.util.HexFormat.of().formatHex(ascii.getBytes(StandardCharsets.US_ASCII)) + bad
+              + "7a7a7a7a7a7a7a7a7a");
+      assertFalse(Utf8.isValid(bytes), asciiBefore + " ASCII bytes then " + bad);
+      assertTrue(Utf8.isValid(bytes, 0, asciiBefore), "the ASCII run alone is valid");
+    }
+  }
+
+  @Test
+  void structuredJsonDataIsWrittenSortedWithEscapesAsJacksonWritesThem() {
+    Decoded event = structured(json(
+        "\"data\": {\"b\": \"plain text \u00e9\u20ac\", \"a\": \"esc\\\"aped\\u00e9\\n\"}"));
+    assertNull(event.reason, event.detail);
+    assertEquals("{\"a\":\"esc\\\"aped\u00e9\\n\",\"b\":\"plain text \u00e9\u20ac\"}",
+        new String(event.data, StandardCharsets.UTF_8));
+  }
+
   @Test
   void utf8AcceptsEveryPlane() {
     assertTrue(Utf8.isValid("a\u00fc\u65e5\uD83D\uDE00".getBytes(StandardCharsets.UTF_8)));
