@@ -130,3 +130,32 @@ def test_generated_code_decodes_as_the_interpreted_path(spark: SparkSession) -> 
     assert len(generated) == len(small) > 40
     assert {row["reject_reason"] for row in generated} >= {None, RejectReason.MALFORMED_JSON}
     assert generated == interpreted
+
+
+def test_without_data_json_only_the_variant_is_left_out(spark: SparkSession) -> None:
+    # Republish and the rejects pass decode without building the VARIANT; every other
+    # field, and every record's fate, must be what the full decoder gives.
+    json_headers = [*VALID_HEADERS, ("content-type", b"application/json")]
+    rows = [
+        (b"k", b'{"a": 1}', "t", 0, 0, datetime(2024, 1, 1), 0, json_headers),
+        (b"k", b'{"a": ', "t", 0, 1, datetime(2024, 1, 1), 0, json_headers),
+        (b"k", None, "t", 0, 2, datetime(2024, 1, 1), 0, []),
+    ]
+    raw = spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
+    full = decode_records(raw).drop("ingested_at")
+    lean = decode_records(raw, data_json=False).drop("ingested_at")
+    assert [r["data_json"] for r in lean.orderBy("kafka_offset").collect()] == [None] * 3
+    assert [r["data_json_invalid"] for r in lean.orderBy("kafka_offset").collect()] == [False] * 3
+    others = [c for c in full.columns if c not in ("data_json", "data_json_invalid")]
+    assert full.select(others).orderBy("kafka_offset").collect() == (
+        lean.select(others).orderBy("kafka_offset").collect()
+    )
+    assert full.where("kafka_offset = 0").first()["data_json"] is not None  # type: ignore[index]
+
+
+def test_the_data_json_argument_must_be_a_constant_flag(spark: SparkSession) -> None:
+    with pytest.raises(Exception, match="data_json must be a constant true or false"):
+        spark.sql(
+            f"SELECT {DECODER_FUNCTION}(CAST(NULL AS BINARY), "
+            "CAST(array() AS array<struct<key:string,value:binary>>), 'yes')"
+        ).collect()

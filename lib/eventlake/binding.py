@@ -95,11 +95,12 @@ REJECT_COLUMNS: Final = tuple(REJECTS_SCHEMA.fieldNames())
 DECODER_FUNCTION: Final = "cloudevents_from_kafka"
 
 
-def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
+def cloudevents_from_kafka(value: Column, headers: Column, *, data_json: bool = True) -> Column:
     """The binding applied to one Kafka record: a struct of the context attributes,
     ``time``, ``data``, ``data_json``, ``data_is_json``, ``data_json_invalid``,
     ``extensions``, ``content_mode``, ``reject_reason`` and ``reject_detail`` (null
-    reason for a valid event).
+    reason for a valid event). With ``data_json=False`` the VARIANT is not built (null,
+    never flagged): for a job that forwards events and does not store them (republish).
 
     The rules run on the JVM (``io.eventlake.cloudevents.KafkaBinding``, registered by
     the session extension that :func:`eventlake.spark.build_spark_session` configures),
@@ -108,7 +109,9 @@ def cloudevents_from_kafka(value: Column, headers: Column) -> Column:
     Example:
         >>> raw.select(cloudevents_from_kafka(F.col("value"), F.col("headers")).alias("ce"))
     """
-    return F.call_function(DECODER_FUNCTION, value, headers)
+    if data_json:
+        return F.call_function(DECODER_FUNCTION, value, headers)
+    return F.call_function(DECODER_FUNCTION, value, headers, F.lit(False))
 
 
 #: Counted per batch, not a table column: the event's data is JSON by its media type
@@ -129,11 +132,14 @@ _DECODED_ATTRIBUTES: Final = (
 )
 
 
-def decode_records(records: DataFrame, observation: Observation | None = None) -> DataFrame:
+def decode_records(
+    records: DataFrame, observation: Observation | None = None, *, data_json: bool = True
+) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
     The result keeps the raw columns and adds the event attributes (``data_json``: the
-    data as a VARIANT when it is JSON), ``reject_reason`` and ``reject_detail``. Split it
+    data as a VARIANT when it is JSON; always null with ``data_json=False``, see
+    :func:`cloudevents_from_kafka`), ``reject_reason`` and ``reject_detail``. Split it
     with :func:`to_events` and :func:`to_rejects`. With ``observation``, the first
     action over the result also counts its rows per reason
     (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`) and the events
@@ -147,7 +153,7 @@ def decode_records(records: DataFrame, observation: Observation | None = None) -
     # One projection computes the struct; the next only picks its fields (Spark does not
     # merge the two when that would evaluate the decoder once per field).
     decoded = records.select(
-        cloudevents_from_kafka(F.col("value"), F.col("headers")).alias("_ce"),
+        cloudevents_from_kafka(F.col("value"), F.col("headers"), data_json=data_json).alias("_ce"),
         "topic",
         "partition",
         "offset",

@@ -172,15 +172,18 @@ def _land(
         result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
         rejects = sum(n for reason, n in result.counts.items() if reason is not None)
         if rejects:
+            # The rejects table keeps no data_json: this pass does not build it.
             seen_again = Observation()
             if verdicts is None:
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-                rows = decode_records(again, seen_again)
+                rows = decode_records(again, seen_again, data_json=False)
             elif dedup_horizon is None:
                 # A replay: decoding alone decides the fate of what rejects lacks (at or above
                 # the rejects marks, where no verdict is).
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-                rows = observe_decoded(decode_records(again), seen_again, (DUPLICATE_EVENT,))
+                rows = observe_decoded(
+                    decode_records(again, data_json=False), seen_again, (DUPLICATE_EVENT,)
+                )
             else:
                 # Only the records with a reject verdict are decoded again: the verdicts hold
                 # every reject of the batch (the decoder's and the duplicates).
@@ -194,7 +197,9 @@ def _land(
                     "left_semi",
                 )
                 rows = observe_decoded(
-                    _apply_verdicts(decode_records(again), verdicts).where(unlanded(rejects_marks)),
+                    _apply_verdicts(decode_records(again, data_json=False), verdicts).where(
+                        unlanded(rejects_marks)
+                    ),
                     seen_again,
                     (DUPLICATE_EVENT,),
                 )
@@ -250,7 +255,7 @@ def _verdicts(
         # Held: the oldest Kafka time below is read from it, not from Kafka again (a
         # pass over the whole batch), and the duplicates' window and join run on it.
         narrow = computed_once(
-            decode_records(missing).select(
+            decode_records(missing, data_json=False).select(
                 *KAFKA_COORDINATES,
                 "kafka_timestamp",
                 "source",

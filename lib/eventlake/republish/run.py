@@ -257,8 +257,11 @@ class _Run:
 
     def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
         """The plan of ``records``, counted by reason into ``seen`` by the first action."""
+        # The events are forwarded, not stored: their data is not built into a VARIANT.
         planned = plan_republish(
-            decode_records(records), self.request, target_compacted=self.compacted
+            decode_records(records, data_json=False),
+            self.request,
+            target_compacted=self.compacted,
         )
         return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
 

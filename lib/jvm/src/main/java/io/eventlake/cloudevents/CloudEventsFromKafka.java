@@ -23,12 +23,14 @@ import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.unsafe.types.VariantVal;
 
 /**
- * {@code cloudevents_from_kafka(value, headers)}: the Kafka binding as a Catalyst
+ * {@code cloudevents_from_kafka(value, headers[, data_json])}: the Kafka binding as a Catalyst
  * expression over the Kafka source's {@code value} (binary) and {@code headers}
  * (array&lt;struct&lt;key:string,value:binary&gt;&gt;), returning one struct per record:
  * the context attributes, time, data, data_json (a VARIANT), data_is_json,
- * data_json_invalid, extensions, content_mode, reject_reason and reject_detail. Every rule lives in {@link KafkaBinding}; this class only moves Spark's
- * internal values in and out, like spark-avro's {@code from_avro}.
+ * data_json_invalid, extensions, content_mode, reject_reason and reject_detail. Every
+ * rule lives in {@link KafkaBinding}; this class only moves Spark's internal values in
+ * and out, like spark-avro's {@code from_avro}. With the constant {@code data_json} false,
+ * the VARIANT is not built (the field is null): for callers that forward events.
  *
  * <p>The generated code evaluates both children in place and makes one call into the
  * decoder per record ({@link #decode}), as spark-avro's {@code from_avro} does. Not being
@@ -78,11 +80,17 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
 
   private final Expression value;
   private final Expression headers;
+  private final boolean withDataJson;
   private final scala.collection.immutable.Seq<Expression> children;
 
   public CloudEventsFromKafka(Expression value, Expression headers) {
+    this(value, headers, true);
+  }
+
+  public CloudEventsFromKafka(Expression value, Expression headers, boolean withDataJson) {
     this.value = value;
     this.headers = headers;
+    this.withDataJson = withDataJson;
     this.children =
         scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.of(value, headers)).toList();
   }
@@ -145,7 +153,7 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
       keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
       values[i] = header.isNullAt(1) ? null : header.getBinary(1);
     }
-    return toRow(KafkaBinding.decode(valueBytes, keys, values, count));
+    return toRow(KafkaBinding.decode(valueBytes, keys, values, count, withDataJson));
   }
 
   private static InternalRow toRow(KafkaBinding.Decoded decoded) {
@@ -212,12 +220,12 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   @Override
   public Expression withNewChildrenInternal(
       scala.collection.immutable.IndexedSeq<Expression> newChildren) {
-    return new CloudEventsFromKafka(newChildren.apply(0), newChildren.apply(1));
+    return new CloudEventsFromKafka(newChildren.apply(0), newChildren.apply(1), withDataJson);
   }
 
   @Override
   public int productArity() {
-    return 2;
+    return 3;
   }
 
   @Override
@@ -225,6 +233,7 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
     return switch (n) {
       case 0 -> value;
       case 1 -> headers;
+      case 2 -> withDataJson;
       default -> throw new IndexOutOfBoundsException(n);
     };
   }
@@ -238,11 +247,12 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   public boolean equals(Object other) {
     return other instanceof CloudEventsFromKafka that
         && value.equals(that.value)
-        && headers.equals(that.headers);
+        && headers.equals(that.headers)
+        && withDataJson == that.withDataJson;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(NAME, value, headers);
+    return Objects.hash(NAME, value, headers, withDataJson);
   }
 }

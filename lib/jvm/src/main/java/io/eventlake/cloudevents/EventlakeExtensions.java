@@ -12,9 +12,10 @@ import scala.runtime.BoxedUnit;
 /**
  * Registers eventlake's SQL functions in every session built with {@code
  * spark.sql.extensions=io.eventlake.cloudevents.EventlakeExtensions} (as Delta registers
- * its own): {@code cloudevents_from_kafka(value, headers)} (the decoder, used from Python
- * through {@code eventlake.binding}) and {@code cloudevents_to_kafka(event, value, headers,
- * mode[, key_attribute])} (the encoder, through {@code eventlake.republish.encode}).
+ * its own): {@code cloudevents_from_kafka(value, headers[, data_json])} (the decoder, used
+ * from Python through {@code eventlake.binding}) and {@code cloudevents_to_kafka(event,
+ * value, headers, mode[, key_attribute[, hop]])} (the encoder, through {@code
+ * eventlake.republish.encode}).
  */
 public final class EventlakeExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -24,9 +25,10 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
             CloudEventsFromKafka.class.getName(),
             null,
             CloudEventsFromKafka.NAME,
-            "_FUNC_(value, headers) - Decodes a Kafka record by the CloudEvents Kafka binding "
-                + "into a struct of the event's attributes, data, extensions, content_mode, "
-                + "reject_reason and reject_detail.",
+            "_FUNC_(value, headers[, data_json]) - Decodes a Kafka record by the CloudEvents "
+                + "Kafka binding into a struct of the event's attributes, data, data_json (the "
+                + "JSON data as a VARIANT; not built when the constant data_json is false), "
+                + "extensions, content_mode, reject_reason and reject_detail.",
             "",
             "",
             "",
@@ -36,12 +38,13 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
             "built-in");
     Function1<Seq<Expression>, Expression> builder =
         arguments -> {
-          if (arguments.size() != 2) {
+          if (arguments.size() < 2 || arguments.size() > 3) {
             throw new IllegalArgumentException(
-                CloudEventsFromKafka.NAME + " takes 2 arguments (value, headers), got "
-                    + arguments.size());
+                CloudEventsFromKafka.NAME + " takes 2 or 3 arguments (value, headers"
+                    + "[, data_json]), got " + arguments.size());
           }
-          return new CloudEventsFromKafka(arguments.apply(0), arguments.apply(1));
+          return new CloudEventsFromKafka(arguments.apply(0), arguments.apply(1),
+              arguments.size() < 3 || constantFlag(arguments.apply(2), "data_json"));
         };
     extensions.injectFunction(
         new Tuple3<>(new FunctionIdentifier(CloudEventsFromKafka.NAME), info, builder));
@@ -88,6 +91,15 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
         arguments.apply(0), arguments.apply(1), arguments.apply(2), mode, keyAttribute,
         hop == null ? KafkaEncoder.Hop.NONE : KafkaEncoder.Hop.fromJson(hop),
         org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
+  }
+
+  private static boolean constantFlag(Expression argument, String name) {
+    Object flag = argument.foldable() ? argument.eval(null) : null;
+    if (!(flag instanceof Boolean bool)) {
+      throw new IllegalArgumentException(
+          CloudEventsFromKafka.NAME + ": " + name + " must be a constant true or false");
+    }
+    return bool;
   }
 
   private static String constantText(Expression argument, String name) {

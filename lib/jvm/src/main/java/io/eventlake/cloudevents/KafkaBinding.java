@@ -143,6 +143,16 @@ public final class KafkaBinding {
    */
   public static Decoded decode(
       byte[] value, String[] headerKeys, byte[][] headerValues, int headerCount) {
+    return decode(value, headerKeys, headerValues, headerCount, true);
+  }
+
+  /**
+   * As {@link #decode(byte[], String[], byte[][], int)}; without {@code withDataJson} the
+   * data is not built into a VARIANT ({@code dataJson} stays null, nothing is flagged),
+   * for a caller that only forwards the event (republish).
+   */
+  public static Decoded decode(byte[] value, String[] headerKeys, byte[][] headerValues,
+      int headerCount, boolean withDataJson) {
     // One pass over the headers: content-type, ce_ names and values, and what is wrong.
     int contentTypeCount = 0;
     byte[] contentTypeBytes = null;
@@ -208,12 +218,12 @@ public final class KafkaBinding {
       }
       return reject(out, Reason.DUPLICATE_HEADER, "header repeated: " + String.join(", ", repeated));
     }
-    return structured ? decodeStructured(out, value) : decodeBinary(out, value, contentType,
-        ceNames, ceValues);
+    return structured ? decodeStructured(out, value, withDataJson)
+        : decodeBinary(out, value, contentType, ceNames, ceValues, withDataJson);
   }
 
   private static Decoded decodeBinary(Decoded out, byte[] value, String contentType,
-      List<String> ceNames, List<byte[]> ceValues) {
+      List<String> ceNames, List<byte[]> ceValues, boolean withDataJson) {
     List<String> badNames = new ArrayList<>();
     for (String name : ceNames) {
       if (!isAttributeName(name) || name.equals(DATA) || name.equals(DATA_BASE64)) {
@@ -256,13 +266,14 @@ public final class KafkaBinding {
     }
     out.data = value;
     out.extensions = extensions;
-    if (value != null && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
+    if (withDataJson && value != null
+        && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
       setDataJson(out, DataVariant.parse(value));
     }
     return out;
   }
 
-  private static Decoded decodeStructured(Decoded out, byte[] value) {
+  private static Decoded decodeStructured(Decoded out, byte[] value, boolean withDataJson) {
     if (value == null) {
       return reject(out, Reason.MALFORMED_JSON, "structured record with no value");
     }
@@ -311,7 +322,7 @@ public final class KafkaBinding {
         return reject(out, Reason.INVALID_DATA_BASE64, "data_base64 is not valid base64");
       }
       // Bytes, JSON only when a JSON media type says so.
-      if (datacontenttype != null && isJsonMediaType(datacontenttype)) {
+      if (withDataJson && datacontenttype != null && isJsonMediaType(datacontenttype)) {
         setDataJson(out, DataVariant.parse(out.data));
       }
     } else if (json.dataKind == JsonEvent.DataKind.OTHER) {
@@ -319,7 +330,9 @@ public final class KafkaBinding {
       // the datacontenttype, and is a VARIANT from the tree already read.
       out.data = json.dataJson;
       out.dataIsJson = true;
-      setDataJson(out, DataVariant.ofTree(json.dataTree));
+      if (withDataJson) {
+        setDataJson(out, DataVariant.ofTree(json.dataTree));
+      }
     } else if (json.dataKind == JsonEvent.DataKind.STRING) {
       // A string under a JSON media type (or none: JSON format 3.1.2) is a JSON value.
       out.dataIsJson = isJsonData(STRUCTURED, datacontenttype);
@@ -330,7 +343,7 @@ public final class KafkaBinding {
       } catch (IOException e) {
         throw new IllegalStateException("writing a JSON string cannot fail", e);
       }
-      if (out.dataIsJson) {
+      if (withDataJson && out.dataIsJson) {
         setDataJson(out, DataVariant.ofString(json.dataString));
       }
     }

@@ -401,8 +401,7 @@ public final class KafkaEncoder {
    * (what {@code trail_entries} reads back).
    */
   static byte[] trailEntry(Place place, String target) {
-    DateTimeFormatter format =
-        DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSXXX").withZone(place.zone());
+    DateTimeFormatter format = TRAIL_TIME.withZone(place.zone());
     return jsonObject(json -> {
       if (place.topic() != null) {
         json.writeStringField("topic", place.topic());
@@ -422,6 +421,10 @@ public final class KafkaEncoder {
       }
     });
   }
+
+  /** Spark's to_json timestamp pattern; built once (parsing a pattern is not cheap). */
+  private static final DateTimeFormatter TRAIL_TIME =
+      DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSXXX");
 
   private static Instant instant(long micros) {
     return Instant.EPOCH.plus(micros, ChronoUnit.MICROS);

@@ -126,6 +126,27 @@ class DataVariantTest {
   }
 
   @Test
+  void withoutDataJsonNoVariantIsBuiltAndTheRestIsTheSame() {
+    byte[] value = "{\"a\":1}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    String[] keys = {"ce_specversion", "ce_id", "ce_source", "ce_type", "content-type"};
+    byte[][] values = {"1.0".getBytes(), "i".getBytes(), "/s".getBytes(), "t".getBytes(),
+        "application/json".getBytes()};
+    Decoded with = KafkaBinding.decode(value, keys, values, keys.length, true);
+    Decoded without = KafkaBinding.decode(value, keys, values, keys.length, false);
+    assertNotNull(with.dataJson);
+    assertNull(without.dataJson);
+    assertFalse(without.dataJsonInvalid);
+    assertEquals(with.attributes, without.attributes);
+    assertEquals(new String(with.data), new String(without.data));
+    Decoded structuredWithout = KafkaBinding.decode(json("\"data\":{\"a\":1}").getBytes(),
+        new String[] {"content-type"}, new byte[][] {"application/cloudevents+json".getBytes()},
+        1, false);
+    assertNull(structuredWithout.reason, structuredWithout.detail);
+    assertNull(structuredWithout.dataJson);
+    assertEquals("{\"a\":1}", new String(structuredWithout.data));
+  }
+
+  @Test
   void rejectsHaveNoVariant() {
     Decoded reject = decode("{\"a\":1}", binary("content-type", "application/json",
         "ce_specversion", "0.3"));
