@@ -8,10 +8,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
 import java.time.ZoneId;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
@@ -401,7 +398,6 @@ public final class KafkaEncoder {
    * (what {@code trail_entries} reads back).
    */
   static byte[] trailEntry(Place place, String target) {
-    DateTimeFormatter format = TRAIL_TIME.withZone(place.zone());
     return jsonObject(json -> {
       if (place.topic() != null) {
         json.writeStringField("topic", place.topic());
@@ -413,21 +409,13 @@ public final class KafkaEncoder {
         json.writeNumberField("offset", place.offset());
       }
       if (place.timestampMicros() != null) {
-        json.writeStringField("timestamp", format.format(instant(place.timestampMicros())));
+        json.writeStringField("timestamp", TrailTime.format(place.timestampMicros(), place.zone()));
       }
       json.writeStringField("target", target);
       if (place.atMicros() != null) {
-        json.writeStringField("at", format.format(instant(place.atMicros())));
+        json.writeStringField("at", TrailTime.format(place.atMicros(), place.zone()));
       }
     });
-  }
-
-  /** Spark's to_json timestamp pattern; built once (parsing a pattern is not cheap). */
-  private static final DateTimeFormatter TRAIL_TIME =
-      DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSXXX");
-
-  private static Instant instant(long micros) {
-    return Instant.EPOCH.plus(micros, ChronoUnit.MICROS);
   }
 
   private interface Members {
