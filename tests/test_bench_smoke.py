@@ -11,6 +11,7 @@ records, the floor that the targets' asked seconds are read against. Every job o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -41,7 +42,7 @@ from tests.benchmarks.bench import (
     run_bench,
     tree_memory,
 )
-from tests.benchmarks.latency import Scenario, run_latency
+from tests.benchmarks.latency import Scenario, batch_times, run_latency
 
 N = 2000
 #: The jobs of the run inside ``make test``.
@@ -214,6 +215,9 @@ def test_latency_bench_sees_every_record_land_and_stops_the_stream(
     assert result["produced"] == result["visible"] == 500
     assert 0 < result["latency_p50"] <= result["latency_p95"] <= result["latency_max"]
     assert result["stop_exit_status"] == 0
+    # Every batch is timed from the checkpoint, not only those the progress lines name.
+    assert 0 < result["batch_seconds_median"] <= result["batch_seconds_max"]
+    assert result["gap_seconds_max"] > 0
     assert result["summary_line"].startswith("ingest: read=700 events=700")
     assert "| 50 | 500 |" in report.with_suffix(".md").read_text()
     # The scenario's warehouse (and topic) go when it is measured.
@@ -251,3 +255,20 @@ def test_bench_counts_a_process_the_jvm_forked_by_its_own_pages(tmp_path: Path) 
             running.kill()
         parent.kill()
         parent.wait()
+
+
+def test_batch_times_pair_each_batchs_offsets_with_its_commit(tmp_path: Path) -> None:
+    spark = tmp_path / "stream-1" / "spark"
+    for folder, name, when in [
+        ("offsets", "0", 100.0),
+        ("commits", "0", 100.5),
+        ("offsets", "1", 101.0),
+        ("commits", "1", 101.75),
+        ("offsets", "2", 102.0),  # running: no commit yet, not timed
+        ("offsets", ".0.crc", 100.0),
+    ]:
+        path = spark / folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+        os.utime(path, (when, when))
+    assert batch_times(tmp_path) == [(100.0, 100.5), (101.0, 101.75)]

@@ -48,6 +48,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Final
@@ -125,7 +126,10 @@ class ScenarioResult:
     drain_seconds: float | None = None
     commits: int = 0
     batch_seconds_median: float | None = None
+    batch_seconds_p95: float | None = None
     batch_seconds_max: float | None = None
+    #: Seconds from a batch's end to the next one's start (Spark's trigger wait included).
+    gap_seconds_max: float | None = None
     stop_seconds: float | None = None
     stop_exit_status: int | None = None
     summary_line: str = ""
@@ -275,6 +279,7 @@ def run_scenario(
         _warm_up(own, topic, scenario, seed, stream)
         _measure(own, topic, scenario, result, duration=duration, poll=poll, seed=seed)
         result.stop_seconds, result.stop_exit_status = _stop(stream)
+        _time_batches(result, own.checkpoints)
     finally:
         if stream.poll() is None:
             stream.kill()
@@ -282,14 +287,43 @@ def run_scenario(
         delete_topics(own, [topic])
         shutil.rmtree(warehouse, ignore_errors=True)
     output = log_path.read_text()
-    durations = [float(s) for s in re.findall(r"records in ([0-9.]+) s", output)]
-    if durations:
-        result.batch_seconds_median = statistics.median(durations)
-        result.batch_seconds_max = max(durations)
     summaries = [line for line in output.splitlines() if line.startswith("ingest: read=")]
     result.summary_line = summaries[-1] if summaries else ""
     result.goals = evaluate(result)
     return result
+
+
+def batch_times(checkpoints: Path) -> list[tuple[float, float]]:
+    """(start, end) of every batch of the streams under ``checkpoints``: when Spark wrote
+    the batch's offsets (its write-ahead log, before the batch runs) and its commit
+    (after ``foreachBatch`` returned), in file times, in batch order.
+
+    Example:
+        >>> batch_times(settings.checkpoints)[:1]
+        [(1795650602.4, 1795650602.9)]
+    """
+    times = []
+    for offsets in sorted(checkpoints.glob("*/spark/offsets")):
+        commits = offsets.parent / "commits"
+        for entry in offsets.iterdir():
+            committed = commits / entry.name
+            if entry.name.isdigit() and committed.exists():
+                times.append((int(entry.name), entry.stat().st_mtime, committed.stat().st_mtime))
+    return [(start, end) for _, start, end in sorted(times)]
+
+
+def _time_batches(result: ScenarioResult, checkpoints: Path) -> None:
+    """Every batch's seconds and the longest pause between two, from the checkpoint (the
+    progress lines give one batch in ten seconds)."""
+    times = batch_times(checkpoints)
+    durations = [end - start for start, end in times]
+    if durations:
+        result.batch_seconds_median = statistics.median(durations)
+        result.batch_seconds_p95 = percentile(durations, 0.95)
+        result.batch_seconds_max = max(durations)
+    gaps = [later[0] - earlier[1] for earlier, later in pairwise(times)]
+    if gaps:
+        result.gap_seconds_max = max(gaps)
 
 
 def _warm_up(
@@ -471,8 +505,9 @@ def markdown_report(results: Sequence[ScenarioResult], duration: float, poll: fl
         f"scenario; Delta logs polled every {poll} s (adds up to {poll} s to each latency).",
         "",
         "| scenario | produced | rate/s | p50 s | p95 s | p99 s | max s | max lag (offsets) "
-        "| lag early/late | grew | drain s | batches (median/max s) | stop s (exit) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| lag early/late | grew | drain s | batches (median/p95/max s) | longest pause s "
+        "| stop s (exit) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
@@ -480,7 +515,8 @@ def markdown_report(results: Sequence[ScenarioResult], duration: float, poll: fl
             f"| {seconds(r.latency_p95)} | {seconds(r.latency_p99)} | {seconds(r.latency_max)} "
             f"| {r.max_lag_records:,} | {r.early_lag_median:,.0f}/{r.late_lag_median:,.0f} "
             f"| {'yes' if r.lag_grew else 'no'} | {seconds(r.drain_seconds)} "
-            f"| {r.commits} ({seconds(r.batch_seconds_median)}/{seconds(r.batch_seconds_max)}) "
+            f"| {r.commits} ({seconds(r.batch_seconds_median)}/{seconds(r.batch_seconds_p95)}/"
+            f"{seconds(r.batch_seconds_max)}) | {seconds(r.gap_seconds_max)} "
             f"| {seconds(r.stop_seconds)} ({r.stop_exit_status}) |"
         )
     lines += ["", "## Targets", ""]
