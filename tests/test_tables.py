@@ -11,6 +11,7 @@ from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.kafka import InvalidTopicNameError
 from eventlake.settings import Settings
 from eventlake.tables import (
+    CHECKPOINT_INTERVAL,
     EVENTS,
     EVENTS_SCHEMA,
     KAFKA_SOURCE_SCHEMA,
@@ -88,6 +89,28 @@ def test_a_table_asked_for_change_data_feed_has_it_on(
 
     properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()
     assert {r["key"]: r["value"] for r in properties}["delta.enableChangeDataFeed"] == "true"
+
+
+def _checkpoint_interval(spark: SparkSession, path: str) -> str | None:
+    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()
+    return {r["key"]: r["value"] for r in properties}.get("delta.checkpointInterval")
+
+
+def test_new_tables_checkpoint_every_hundred_commits_and_old_ones_keep_theirs(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    # A checkpoint is written inside the commit that reaches the interval: a stream's
+    # batch. Changing an existing table's would be a metadata commit beside its writers.
+    events = str(warehouse_settings.table_path(EVENTS))
+    older = str(warehouse_settings.table_path(REJECTS))
+    spark.createDataFrame([], "a int").selectExpr(
+        *[f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`" for f in REJECTS_SCHEMA]
+    ).limit(0).write.format("delta").save(older)
+
+    ensure_tables(spark, warehouse_settings)
+
+    assert _checkpoint_interval(spark, events) == str(CHECKPOINT_INTERVAL) == "100"
+    assert _checkpoint_interval(spark, older) is None
 
 
 def test_state_tables_live_in_the_state_folder(warehouse_settings: Settings) -> None:

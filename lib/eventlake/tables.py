@@ -321,11 +321,23 @@ def data_file(table: str | Path, relative: str) -> str:
 MATERIALIZED_SOURCE_CONFS: Final = {"spark.databricks.delta.merge.materializeSource": "none"}
 
 
+#: Commits between two Delta checkpoints of the tables eventlake creates (Delta's default
+#: is 10). Delta writes a checkpoint inside the commit that reaches the interval, and
+#: that commit is a stream's batch: at 1,000 events/s with a 1 s trigger every tenth
+#: batch took 1.5-4 s against ~0.5 s, and the 1,000/s latency scenario's p95 went from
+#: 2.6 s to 1.6 s with 100 (docs/benchmarks.md). A reader replays at most this many
+#: JSON commits after the last checkpoint. Existing tables keep theirs (see
+#: docs/tables.md to change it): setting it is a metadata commit, which would fail a
+#: running stream's concurrent commit.
+CHECKPOINT_INTERVAL: Final = 100
+
+
 def ensure_table(
     spark: SparkSession, path: str, schema: StructType, *, change_data_feed: bool = False
 ) -> None:
-    """Create the Delta table at ``path`` when it does not exist yet; add the columns of
-    ``schema`` that a table made by an older eventlake lacks (e.g. ``rejected_by``).
+    """Create the Delta table at ``path`` when it does not exist yet (a checkpoint every
+    :data:`CHECKPOINT_INTERVAL` commits); add the columns of ``schema`` that a table made
+    by an older eventlake lacks (e.g. ``rejected_by``).
 
     Safe against another writer creating the same table at the same moment (the ingest
     DAG's mapped tasks, one per topic, on a fresh warehouse): the loser of that race
@@ -344,6 +356,7 @@ def ensure_table(
                 .location(path)
                 .addColumns(schema)
                 .property("delta.enableChangeDataFeed", str(change_data_feed).lower())
+                .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL))
                 .execute()
             )
         except AnalysisException as error:

@@ -130,6 +130,8 @@ class ScenarioResult:
     batch_seconds_max: float | None = None
     #: Seconds from a batch's end to the next one's start (Spark's trigger wait included).
     gap_seconds_max: float | None = None
+    #: Every batch's seconds, in batch order (the JSON report only).
+    batch_seconds: list[float] = field(default_factory=list)
     stop_seconds: float | None = None
     stop_exit_status: int | None = None
     summary_line: str = ""
@@ -317,6 +319,7 @@ def _time_batches(result: ScenarioResult, checkpoints: Path) -> None:
     progress lines give one batch in ten seconds)."""
     times = batch_times(checkpoints)
     durations = [end - start for start, end in times]
+    result.batch_seconds = [round(d, 2) for d in durations]
     if durations:
         result.batch_seconds_median = statistics.median(durations)
         result.batch_seconds_p95 = percentile(durations, 0.95)
