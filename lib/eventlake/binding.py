@@ -32,11 +32,13 @@ Example:
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import partial
 from typing import Final
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from eventlake.columns import built_once
 from eventlake.observed import observe_reasons, optimizer_barrier
 from eventlake.tables import EVENTS_SCHEMA, INGEST_JOB, REJECTS_SCHEMA
 
@@ -152,17 +154,28 @@ def decode_records(
     """
     # One projection computes the struct; the next only picks its fields (Spark does not
     # merge the two when that would evaluate the decoder once per field).
-    decoded = records.select(
+    decoded = records.select(*built_once(("decoder", data_json), partial(_decoding, data_json)))
+    decoded = decoded.select(*built_once(("decoded",), _decoded_fields))
+    # Behind an observation: a filter on reject_reason would otherwise be pushed below
+    # the decoding projection and run the decoder a second time for every row.
+    if observation is None:
+        return optimizer_barrier(decoded)
+    return observe_decoded(decoded, observation)
+
+
+def _decoding(data_json: bool) -> list[Column]:
+    """The first projection of :func:`decode_records`: the decoder's struct and the raw
+    columns."""
+    return [
         cloudevents_from_kafka(F.col("value"), F.col("headers"), data_json=data_json).alias("_ce"),
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "key",
-        "value",
-        "headers",
-    )
-    decoded = decoded.select(
+        *[F.col(c) for c in ("topic", "partition", "offset", "timestamp", "key")],
+        *[F.col(c) for c in ("value", "headers")],
+    ]
+
+
+def _decoded_fields() -> list[Column]:
+    """The second projection of :func:`decode_records`: the struct's fields as columns."""
+    return [
         *[F.col(f"_ce.{name}").alias(name) for name in _DECODED_ATTRIBUTES],
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
@@ -174,12 +187,7 @@ def decode_records(
         F.col("_ce.reject_reason").alias("reject_reason"),
         F.col("_ce.reject_detail").alias("reject_detail"),
         F.current_timestamp().alias("ingested_at"),
-    )
-    # Behind an observation: a filter on reject_reason would otherwise be pushed below
-    # the decoding projection and run the decoder a second time for every row.
-    if observation is None:
-        return optimizer_barrier(decoded)
-    return observe_decoded(decoded, observation)
+    ]
 
 
 def observe_decoded(
@@ -203,7 +211,12 @@ def observe_decoded(
 
 def to_events(decoded: DataFrame) -> DataFrame:
     """Rows of :func:`decode_records` that are valid CloudEvents, in events-table shape."""
-    return decoded.where(F.col("reject_reason").isNull()).select(*EVENT_COLUMNS)
+    (valid,) = built_once(("valid",), lambda: [F.col("reject_reason").isNull()])
+    return decoded.where(valid).select(*built_once(("events",), _event_columns))
+
+
+def _event_columns() -> list[Column]:
+    return [F.col(c) for c in EVENT_COLUMNS]
 
 
 def to_rejects(decoded: DataFrame, rejected_by: str = INGEST_JOB) -> DataFrame:

@@ -24,8 +24,10 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Final
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
+
+from eventlake.columns import built_once
 
 _RECORDS = "records"
 _VALID = "valid"
@@ -57,15 +59,19 @@ def observe_reasons(
     Example:
         >>> observe_reasons(planned, seen, "republish_reason", ["missing_key_attribute"])
     """
-    codes = list(dict.fromkeys(reasons))
-    reason = F.col(column)
-    return frame.observe(
-        observation,
-        F.count(F.lit(1)).alias(_RECORDS),
-        F.count_if(reason.isNull()).alias(_VALID),
-        *[F.count_if(reason == code).alias(code) for code in codes],
-        *[F.count_if(F.col(flag)).alias(_FLAG + flag) for flag in dict.fromkeys(flags)],
-    )
+    codes = tuple(dict.fromkeys(reasons))
+    named = tuple(dict.fromkeys(flags))
+
+    def counts() -> list[Column]:
+        reason = F.col(column)
+        return [
+            F.count(F.lit(1)).alias(_RECORDS),
+            F.count_if(reason.isNull()).alias(_VALID),
+            *[F.count_if(reason == code).alias(code) for code in codes],
+            *[F.count_if(F.col(flag)).alias(_FLAG + flag) for flag in named],
+        ]
+
+    return frame.observe(observation, *built_once(("counts", column, codes, named), counts))
 
 
 def flag_counts(observation: Observation, flags: Iterable[str]) -> dict[str, int]:
@@ -84,7 +90,8 @@ def optimizer_barrier(frame: DataFrame) -> DataFrame:
     """``frame`` unchanged, behind a node that Spark pushes no filter through (a named
     observation nobody reads), so that an expensive projection runs once per row."""
     # A Spark internal (eventlake.engine_versions lists it with its test).
-    return frame.observe(f"barrier-{uuid.uuid4().hex}", F.count(F.lit(1)).alias(_RECORDS))
+    (count,) = built_once(("barrier",), lambda: [F.count(F.lit(1)).alias(_RECORDS)])
+    return frame.observe(f"barrier-{uuid.uuid4().hex}", count)
 
 
 def reason_counts(observation: Observation, reasons: Iterable[str]) -> dict[str | None, int]:
