@@ -168,8 +168,10 @@ def _decoding(data_json: bool) -> list[Column]:
     columns."""
     return [
         cloudevents_from_kafka(F.col("value"), F.col("headers"), data_json=data_json).alias("_ce"),
-        *[F.col(c) for c in ("topic", "partition", "offset", "timestamp", "key")],
-        *[F.col(c) for c in ("value", "headers")],
+        *[
+            F.col(c)
+            for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+        ],
     ]
 
 

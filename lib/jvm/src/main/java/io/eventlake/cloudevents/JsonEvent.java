@@ -195,7 +195,7 @@ final class JsonEvent {
       case VALUE_NULL -> dataKind = DataKind.NONE;
       case VALUE_STRING -> {
         dataKind = DataKind.STRING;
-        dataString = PlainStrings.text(parser, input);
+        dataString = Text.read(parser, input).value();
       }
       default -> {
         dataKind = DataKind.OTHER;

@@ -266,9 +266,8 @@ public final class KafkaBinding {
     }
     out.data = value;
     out.extensions = extensions;
-    if (withDataJson && value != null
-        && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
-      setDataJson(out, DataVariant.parse(value));
+    if (value != null && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
+      setDataJson(out, withDataJson, () -> DataVariant.parse(value));
     }
     return out;
   }
@@ -322,17 +321,16 @@ public final class KafkaBinding {
         return reject(out, Reason.INVALID_DATA_BASE64, "data_base64 is not valid base64");
       }
       // Bytes, JSON only when a JSON media type says so.
-      if (withDataJson && datacontenttype != null && isJsonMediaType(datacontenttype)) {
-        setDataJson(out, DataVariant.parse(out.data));
+      if (datacontenttype != null && isJsonMediaType(datacontenttype)) {
+        byte[] decoded = out.data;
+        setDataJson(out, withDataJson, () -> DataVariant.parse(decoded));
       }
     } else if (json.dataKind == JsonEvent.DataKind.OTHER) {
       // JSON data (an object, array, number, true, false) is stored as JSON whatever
       // the datacontenttype, and is a VARIANT from the tree already read.
       out.data = json.dataJson;
       out.dataIsJson = true;
-      if (withDataJson) {
-        setDataJson(out, DataVariant.ofTree(json.dataTree));
-      }
+      setDataJson(out, withDataJson, () -> DataVariant.ofTree(json.dataTree));
     } else if (json.dataKind == JsonEvent.DataKind.STRING) {
       // A string under a JSON media type (or none: JSON format 3.1.2) is a JSON value.
       out.dataIsJson = isJsonData(STRUCTURED, datacontenttype);
@@ -343,8 +341,8 @@ public final class KafkaBinding {
       } catch (IOException e) {
         throw new IllegalStateException("writing a JSON string cannot fail", e);
       }
-      if (withDataJson && out.dataIsJson) {
-        setDataJson(out, DataVariant.ofString(json.dataString));
+      if (out.dataIsJson) {
+        setDataJson(out, withDataJson, () -> DataVariant.ofString(json.dataString));
       }
     }
     out.extensions = json.extensions;
@@ -474,9 +472,17 @@ public final class KafkaBinding {
     return isJsonMediaType(datacontenttype);
   }
 
-  private static void setDataJson(Decoded out, Variant variant) {
-    out.dataJson = variant;
-    out.dataJsonInvalid = variant == null;
+  /**
+   * The event's JSON data as its VARIANT, null and flagged when it does not parse; without
+   * {@code withDataJson} nothing is built and nothing flagged.
+   */
+  private static void setDataJson(Decoded out, boolean withDataJson,
+      java.util.function.Supplier<Variant> variant) {
+    if (!withDataJson) {
+      return;
+    }
+    out.dataJson = variant.get();
+    out.dataJsonInvalid = out.dataJson == null;
   }
 
   /** JSON format 3.1: data is a JSON value when datacontenttype is JSON or absent. */

@@ -2,8 +2,6 @@ package io.eventlake.cloudevents;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 
 /**
  * String tokens read from the input's bytes instead of through Jackson's decoder, when
@@ -68,15 +66,5 @@ final class PlainStrings {
       return -1;
     }
     return (int) offset + 1;
-  }
-
-  /** The string token the parser stands on, from the input's bytes when plain. */
-  static String text(JsonParser parser, byte[] input) throws IOException {
-    int start = start(parser, input);
-    int end = start < 0 ? -1 : end(input, start);
-    if (end < 0) {
-      return parser.getText();
-    }
-    return new String(input, start, end - start, StandardCharsets.UTF_8);
   }
 }
