@@ -67,14 +67,16 @@ def _first_of(*, ts: str, topic: str, partition: str, offset: str) -> Column:
     )
 
 
-def earliest_landed(
+def landed_identities(
     spark: SparkSession, events_path: str, version: int, since: datetime
 ) -> DataFrame:
-    """Per ``(source, id)`` in the events table as of ``version``, its first event from
-    ``since`` on (Kafka time): columns ``source``, ``id``, ``_landed_first``.
+    """The ``(source, id)`` of every event in the events table as of ``version`` from
+    ``since`` on (Kafka time), with where it landed: columns ``source``, ``id``,
+    ``_landed`` (Kafka time, topic, partition, offset; compared in that order).
 
     Example:
-        >>> earliest_landed(spark, events_path, 42, datetime(2026, 11, 18))
+        >>> landed_identities(spark, events_path, 42, datetime(2026, 11, 18)).columns
+        ['source', 'id', '_landed']
     """
     table = spark.read.format("delta").option("versionAsOf", version).load(events_path)
     first = _first_of(
@@ -83,22 +85,22 @@ def earliest_landed(
         partition="kafka_partition",
         offset="kafka_offset",
     )
-    return (
-        table.where(F.col("kafka_timestamp") >= F.lit(since))
-        .groupBy(*EVENT_IDENTITY)
-        .agg(F.min(first).alias("_landed_first"))
+    return table.where(F.col("kafka_timestamp") >= F.lit(since)).select(
+        *EVENT_IDENTITY, first.alias("_landed")
     )
 
 
 def mark_duplicates(decoded: DataFrame, landed: DataFrame | None, horizon: timedelta) -> DataFrame:
     """Decoded rows (:func:`eventlake.binding.decode_records`) with every valid event
     that repeats an earlier ``(source, id)`` turned into a ``duplicate_event`` reject:
-    earlier in the batch, or in ``landed`` (:func:`earliest_landed`; None: nothing
-    landed) no more than ``horizon`` of Kafka time before it. The detail names the
-    first one's coordinates. One pass over the batch (a window), no self-join.
+    earlier in the batch, or in ``landed`` (:func:`landed_identities`; None: nothing
+    landed) when the first landed one is no more than ``horizon`` of Kafka time before
+    it. The detail names the first one's coordinates. One shuffle: the batch and the
+    landed identities side by side in one window per ``(source, id)``.
 
     Example:
-        >>> marked = mark_duplicates(decoded, earliest_landed(spark, path, 42, since), timedelta(7))
+        >>> landed = landed_identities(spark, path, 42, since)
+        >>> marked = mark_duplicates(decoded, landed, timedelta(7))
         >>> marked.where("reject_reason = 'duplicate_event'").select("reject_detail").first()
         Row(reject_detail='duplicate of (source, id) first landed at orders/0/17 ...')
     """
@@ -109,13 +111,22 @@ def mark_duplicates(decoded: DataFrame, landed: DataFrame | None, horizon: timed
         partition="kafka_partition",
         offset="kafka_offset",
     )
-    in_batch = Window.partitionBy(*EVENT_IDENTITY).orderBy(*FIRST_BY)
-    marked = decoded.withColumn("_batch_first", F.when(valid, F.first(own).over(in_batch)))
-    first = F.when(F.col("_batch_first") != own, F.col("_batch_first"))
+    identity = Window.partitionBy(*EVENT_IDENTITY)
+    # A null of the struct's type: the batch's rows have landed nowhere.
+    rows = decoded.withColumn("_landed", F.when(F.lit(False), own))
     if landed is not None:
-        marked = marked.join(landed, list(EVENT_IDENTITY), "left")
-        within = F.col("_landed_first.ts") >= F.col("kafka_timestamp") - F.lit(horizon)
-        first = F.coalesce(F.when(within, F.col("_landed_first")), first)
+        rows = rows.unionByName(landed, allowMissingColumns=True)
+    from_batch = F.col("_landed").isNull()
+    # A struct's order is its fields' (Kafka time, then the coordinates): the minimum is
+    # the first, with no sort within an identity.
+    marked = rows.select(
+        "*",
+        F.min(F.when(from_batch & valid, own)).over(identity).alias("_batch_first"),
+        F.min("_landed").over(identity).alias("_landed_first"),
+    ).where(from_batch)
+    in_batch = F.when(valid & (F.col("_batch_first") != own), F.col("_batch_first"))
+    within = F.col("_landed_first.ts") >= F.col("kafka_timestamp") - F.lit(horizon)
+    first = F.coalesce(F.when(valid & within, F.col("_landed_first")), in_batch)
     duplicate = valid & first.isNotNull()
     detail = F.format_string(
         "duplicate of (source, id) first landed at %s/%d/%d (Kafka time %s)",

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Final
 
@@ -33,7 +33,7 @@ from eventlake.binding import (
     to_events,
     to_rejects,
 )
-from eventlake.duplicates import DUPLICATE_EVENT, earliest_landed, mark_duplicates
+from eventlake.duplicates import DUPLICATE_EVENT, landed_identities, mark_duplicates
 from eventlake.ledger import (
     INGEST,
     Ledger,
@@ -152,10 +152,21 @@ def _land(
     # keep the fate the first attempt gave them (see _verdicts).
     replay = any(rejects_marks.get(k, 0) > events_marks.get(k, 0) for k in ends)
     missing = only_missing(records, events_marks, starts, **_KAFKA_ROW)
+    # --dedup reads the whole batch three times (the duplicates' identities, the events,
+    # the rejects): it is read from Kafka and decoded once, and held on local disk.
+    # Its oldest Kafka time, counted in that pass, bounds the events it is checked against.
+    decoded = None
+    oldest = Observation()
+    if dedup_horizon is not None:
+        decoded = computed_once(
+            decode_records(missing).observe(oldest, F.min("kafka_timestamp").alias("oldest")),
+            on_disk=True,
+        )
     verdicts = None
     if dedup_horizon is not None or replay:
+        since = None if decoded is None else oldest.get["oldest"]
         verdicts = _verdicts(
-            spark, records, missing, events_path, rejects_path, rejects_marks, dedup_horizon
+            spark, decoded, since, events_path, rejects_path, rejects_marks, dedup_horizon
         )
     try:
         seen = Observation()
@@ -165,7 +176,9 @@ def _land(
             events = to_events(decode_records(missing, seen))
         else:
             reasons = INGEST_REASONS
-            decided = _apply_verdicts(decode_records(missing), verdicts)
+            decided = _apply_verdicts(
+                decode_records(missing) if decoded is None else decoded, verdicts
+            )
             events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
         pending_events = ledger.write(events_path, events)
         result.counts = reason_counts(seen, reasons)
@@ -185,21 +198,11 @@ def _land(
                     decode_records(again, data_json=False), seen_again, (DUPLICATE_EVENT,)
                 )
             else:
-                # Only the records with a reject verdict are decoded again: the verdicts hold
-                # every reject of the batch (the decoder's and the duplicates).
-                again = records.join(
-                    F.broadcast(
-                        verdicts.where(F.col("_verdict_reason").isNotNull()).select(
-                            *[F.col(c).alias(_KAFKA_ROW[k]) for k, c in _RAW_COORDINATES.items()]
-                        )
-                    ),
-                    list(_KAFKA_ROW.values()),
-                    "left_semi",
-                )
+                # The held batch, with the verdicts: they hold every reject of the batch
+                # (the decoder's and the duplicates).
+                assert decoded is not None
                 rows = observe_decoded(
-                    _apply_verdicts(decode_records(again, data_json=False), verdicts).where(
-                        unlanded(rejects_marks)
-                    ),
+                    _apply_verdicts(decoded, verdicts).where(unlanded(rejects_marks)),
                     seen_again,
                     (DUPLICATE_EVENT,),
                 )
@@ -217,23 +220,18 @@ def _land(
         )
         return result
     finally:
-        # The verdicts are held for both passes; free them now, not at the JVM's GC.
+        # The verdicts (and --dedup's decoded batch) are held for both passes; free them
+        # now, not at the JVM's GC.
         if verdicts is not None:
             release(verdicts)
-
-
-#: The Kafka source's coordinate columns, by the decoded frame's names.
-_RAW_COORDINATES: Final = {
-    "topic": "kafka_topic",
-    "partition": "kafka_partition",
-    "offset": "kafka_offset",
-}
+        if decoded is not None:
+            release(decoded)
 
 
 def _verdicts(
     spark: SparkSession,
-    records: DataFrame,
-    missing: DataFrame,
+    decoded: DataFrame | None,
+    since: datetime | None,
     events_path: str,
     rejects_path: str,
     rejects_marks: Marks,
@@ -245,31 +243,22 @@ def _verdicts(
 
     * with ``dedup_horizon``, every reject at or above the rejects marks: the decoder's,
       and the duplicates (:func:`eventlake.duplicates.mark_duplicates`, against the events
-      table at one version), found in a pass over the batch's narrow decoded columns;
+      table at one version), found in a pass over the narrow columns of ``decoded`` (the
+      batch's unlanded records, decoded and held; ``since``: their oldest Kafka time);
     * on a replay, every row below the rejects marks that ``rejects`` holds, with the
       reason the first attempt gave it; a row there that it does not hold was an event,
       whatever a second look at duplicates (or ``--dedup`` switched) would say now.
     """
     parts: list[DataFrame] = []
     if dedup_horizon is not None:
-        # Held: the oldest Kafka time below is read from it, not from Kafka again (a
-        # pass over the whole batch), and the duplicates' window and join run on it.
-        narrow = computed_once(
-            decode_records(missing, data_json=False).select(
-                *KAFKA_COORDINATES,
-                "kafka_timestamp",
-                "source",
-                "id",
-                "reject_reason",
-                "reject_detail",
-            )
+        assert decoded is not None, "--dedup decides from the held, decoded batch"
+        narrow = decoded.select(
+            *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
         )
         landed = None
         version = landed_version(events_path)
-        if version is not None:
-            since = narrow.agg(F.min("kafka_timestamp")).first()[0]  # type: ignore[index]
-            if since is not None:
-                landed = earliest_landed(spark, events_path, version, since - dedup_horizon)
+        if version is not None and since is not None:
+            landed = landed_identities(spark, events_path, version, since - dedup_horizon)
         marked = mark_duplicates(narrow, landed, dedup_horizon)
         parts.append(
             marked.where(F.col("reject_reason").isNotNull() & unlanded(rejects_marks)).select(
@@ -290,10 +279,7 @@ def _verdicts(
             )
         )
     verdicts = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    held = computed_once(verdicts)
-    if dedup_horizon is not None:
-        release(narrow)  # the verdicts hold all of it that is needed
-    return held
+    return computed_once(verdicts)
 
 
 def _apply_verdicts(decoded: DataFrame, verdicts: DataFrame) -> DataFrame:
