@@ -72,6 +72,24 @@ def test_a_repeat_in_the_batch_or_in_the_table_lands_as_a_duplicate_reject(
     _every_record_once(spark, warehouse_settings, 6)
 
 
+def test_a_reject_earlier_in_the_batch_makes_no_duplicate_of_a_valid_event(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    bad_time = (b"a", b"{}", [*binary_headers("a"), ("ce_time", b"yesterday")])
+    produce_all(warehouse_settings, topic_name, [bad_time, _event("a"), _event("a")])
+
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,), dedup=True))
+
+    events, rejects = _landed(spark, warehouse_settings)
+    assert events == ["a"]  # the first valid one: the reject never landed as an event
+    assert {offset: reason for offset, (reason, _) in rejects.items()} == {
+        0: "invalid_time",
+        2: DUPLICATE_EVENT,
+    }
+    assert f"first landed at {topic_name}/0/1 " in rejects[2][1]
+
+
 def test_without_dedup_repeats_land_as_events(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
