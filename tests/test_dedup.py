@@ -15,7 +15,7 @@ from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.ledger import Ledger
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.tables import EVENTS, REJECTS, state_path
 from tests.helpers import binary_headers, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
@@ -88,6 +88,23 @@ def test_a_reject_earlier_in_the_batch_makes_no_duplicate_of_a_valid_event(
         2: DUPLICATE_EVENT,
     }
     assert f"first landed at {topic_name}/0/1 " in rejects[2][1]
+
+
+def test_with_state_a_repeated_event_changes_no_state(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    request = IngestRequest(topics=(topic_name,), dedup=True, state=True)
+    produce_all(warehouse_settings, topic_name, [(b"k", b'{"v": 1}', binary_headers("a"))])
+    run_ingest(spark, warehouse_settings, request)
+    # The same event again (same source and id), under the same key with other data.
+    produce_all(warehouse_settings, topic_name, [(b"k", b'{"v": 2}', binary_headers("a"))])
+
+    summary = run_ingest(spark, warehouse_settings, request)
+
+    state = spark.read.format("delta").load(str(state_path(warehouse_settings, topic_name)))
+    assert [(r["kafka_offset"], bytes(r["data"])) for r in state.collect()] == [(0, b'{"v": 1}')]
+    assert summary.rejects_by_reason == {DUPLICATE_EVENT: 1}
 
 
 def test_without_dedup_repeats_land_as_events(

@@ -16,13 +16,16 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import create_topic
+from eventlake.duplicates import DUPLICATE_EVENT
+from eventlake.kafka import create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
-from tests.helpers import produce_events, read_table
+from tests.helpers import binary_headers, produce_events, read_table
 
 
-def _ingest_process(settings: Settings, topic: str, batch: int) -> subprocess.Popen[str]:
+def _ingest_process(
+    settings: Settings, topic: str, batch: int, *options: str
+) -> subprocess.Popen[str]:
     env = dict(
         os.environ,
         EVENTLAKE_BOOTSTRAP_SERVERS=settings.bootstrap_servers,
@@ -32,7 +35,7 @@ def _ingest_process(settings: Settings, topic: str, batch: int) -> subprocess.Po
         EVENTLAKE_DRIVER_MEMORY="1g",
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic],
+        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic, *options],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -91,3 +94,40 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
     )
     assert table.select("source", "id").distinct().count() == events
     assert read_table(spark, run_settings, "rejects").count() == 0
+
+
+def test_sigkill_twice_then_complete_with_dedup_lands_each_record_once_and_each_event_once(
+    broker: LocalBroker,
+    spark: SparkSession,
+    settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    """--dedup holds each batch decoded on local disk between its passes: a kill loses
+    that, and the rerun decides again against what the table holds."""
+    run_settings = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
+    create_topic(run_settings, topic_name, partitions=2)
+    # Every tenth record repeats the id of one ~3,000 records before: mostly in an
+    # earlier batch (in the table by then), some in the same one.
+    ids = [f"e{n - 3_000 if n % 10 == 0 and n >= 3_000 else n}" for n in range(8_000)]
+    produce_all(
+        run_settings,
+        topic_name,
+        [(i.encode(), b"{}", binary_headers(i)) for i in ids],
+    )
+    rng = random.Random(35)
+
+    for _ in range(2):
+        process = _ingest_process(run_settings, topic_name, 2_000, "--dedup")
+        assert any("done" in line for line in _kill_after_batches(process, 1, rng))
+    final = _ingest_process(run_settings, topic_name, 2_000, "--dedup")
+    out, _ = final.communicate(timeout=900)
+    assert final.returncode == 0, out
+
+    events = read_table(spark, run_settings, "events")
+    rejects = read_table(spark, run_settings, "rejects")
+    coordinates = ["kafka_topic", "kafka_partition", "kafka_offset"]
+    both = events.select(coordinates).unionByName(rejects.select(coordinates))
+    assert both.count() == both.distinct().count() == len(ids)
+    assert events.count() == events.select("source", "id").distinct().count() == len(set(ids))
+    assert [r[0] for r in rejects.select("reason").distinct().collect()] == [DUPLICATE_EVENT]

@@ -9,8 +9,10 @@ from eventlake.observed import (
     CountMismatchError,
     ObservationMissingError,
     observe_reasons,
+    observed_values,
     reason_counts,
 )
+from eventlake.spark import local_rows
 
 
 def test_rows_are_counted_per_reason_by_the_action_that_writes_them(
@@ -45,3 +47,17 @@ def test_counts_of_a_frame_no_action_ran_over_are_an_error_not_a_wait(
 
     with pytest.raises(ObservationMissingError, match="no Spark job filled"):
         reason_counts(seen, [])
+
+
+def test_a_frame_known_to_be_empty_is_observed_as_no_values_not_an_error(
+    spark: SparkSession,
+) -> None:
+    """Below an aggregate, Spark drops the observing node over an empty local frame (the
+    state step's read-back of a commit that added no files): the counts are zero."""
+    seen = Observation()
+    empty = local_rows(spark, [], spark.range(1).selectExpr("'x' AS reason").schema)
+    counted = observe_reasons(empty, seen, "reason", ["late"])
+    counted.groupBy("reason").count().localCheckpoint(eager=True)
+
+    assert observed_values(seen) == {}
+    assert reason_counts(seen, ["late"]) == {}

@@ -75,6 +75,20 @@ def test_across_batches_later_record_wins(
         assert _state(spark, warehouse_settings, topic) == expected
 
 
+def test_a_batch_of_only_rejects_lands_them_and_leaves_state_as_it_was(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    _ingest(spark, warehouse_settings, topic)
+    # No event in the batch: its events commit adds no file to read back.
+    _send(warehouse_settings, topic, [(b"a", b"{", JSON_CT), (b"b", b"x", [("ce_id", b"b")])])
+
+    summary = _ingest(spark, warehouse_settings, topic)
+
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+    assert summary.rejects == 2
+
+
 def test_tombstone_for_unknown_key_is_harmless(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:

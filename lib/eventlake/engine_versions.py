@@ -40,7 +40,7 @@ SPARK_INTERNALS: Final = (
         "tests/test_binding.py::test_a_filter_on_the_reason_does_not_run_the_decoder_twice",
     ),
     Internal(
-        "eventlake.observed._metrics",
+        "eventlake.observed.observed_values",
         "Observation._jo, the JVM observation whose future says whether a job filled it",
         "tests/test_observed.py::test_counts_of_a_frame_no_action_ran_over_are_an_error_not_a_wait",
     ),

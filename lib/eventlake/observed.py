@@ -82,8 +82,8 @@ def flag_counts(observation: Observation, flags: Iterable[str]) -> dict[str, int
         >>> flag_counts(seen, ["data_json_invalid"])
         {'data_json_invalid': 2}
     """
-    row = _metrics(observation)
-    return {flag: int(row[_FLAG + flag]) for flag in flags if row[_FLAG + flag]}
+    row = observed_values(observation)
+    return {flag: int(row[_FLAG + flag]) for flag in flags if row.get(_FLAG + flag)}
 
 
 def optimizer_barrier(frame: DataFrame) -> DataFrame:
@@ -102,13 +102,13 @@ def reason_counts(observation: Observation, reasons: Iterable[str]) -> dict[str 
         >>> reason_counts(seen, ["malformed_json", "invalid_time"])
         {None: 10, 'malformed_json': 1}
     """
-    row = _metrics(observation)
+    row = observed_values(observation)
     counts: dict[str | None, int] = {
-        code: int(row[code]) for code in dict.fromkeys(reasons) if row[code]
+        code: int(row[code]) for code in dict.fromkeys(reasons) if row.get(code)
     }
-    if row[_VALID]:
+    if row.get(_VALID):
         counts[None] = int(row[_VALID])
-    if sum(counts.values()) != row[_RECORDS]:
+    if sum(counts.values()) != row.get(_RECORDS, 0):
         raise CountMismatchError(
             f"{row[_RECORDS]} rows but {sum(counts.values())} counted by reason: a reason "
             "code is not in the list given to observe_reasons"
@@ -116,7 +116,16 @@ def reason_counts(observation: Observation, reasons: Iterable[str]) -> dict[str 
     return counts
 
 
-def _metrics(observation: Observation) -> dict[str, Any]:
+def observed_values(observation: Observation) -> dict[str, Any]:
+    """The values an action computed into ``observation``, by name; empty when the
+    observed frame was known to be empty before it ran (Spark then drops the observing
+    node and fills the observation with no values: read a missing count as 0). Waits
+    for the action; a clear error when none filled it.
+
+    Example:
+        >>> observed_values(seen).get("oldest")
+        datetime.datetime(2026, 11, 26, 3, 0)
+    """
     # Observation.get waits forever when no job filled it (a write that Delta skipped,
     # or a V1 sink that runs its query out of sight): fail with a message instead.
     # Observation._jo is a Spark internal (eventlake.engine_versions lists it).
@@ -129,6 +138,10 @@ def _metrics(observation: Observation) -> dict[str, Any]:
                 "did not run, or ran through a path that observations cannot see"
             )
         time.sleep(0.01)
+    # Over an empty local frame the row has no fields, and Observation.get fails on it
+    # (PySpark asserts a row with a schema).
+    if java.getRow().length() == 0:
+        return {}
     return observation.get
 
 

@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from eventlake.binding import EVENT_COLUMNS, RejectReason
 from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.observed import observed_values
 from eventlake.settings import Settings
 from eventlake.spark import release, session_conf
 from eventlake.tables import (
@@ -203,7 +204,8 @@ def apply_state(
         ),
     )
     latest = merge_source(latest_per_key(records))
-    keyless = {t: int(keyless_seen.get[f"_{i}"]) for i, t in enumerate(topics)}
+    counted = observed_values(keyless_seen)
+    keyless = {t: int(counted.get(f"_{i}", 0)) for i, t in enumerate(topics)}
     try:
         return _merge_batch(spark, settings, latest, topics, keyless)
     finally:

@@ -43,7 +43,7 @@ from eventlake.ledger import (
     only_missing,
     unlanded,
 )
-from eventlake.observed import flag_counts, reason_counts, rejects_lost
+from eventlake.observed import flag_counts, observed_values, reason_counts, rejects_lost
 from eventlake.spark import computed_once, release
 from eventlake.state import records_from_tables
 from eventlake.tables import (
@@ -164,7 +164,7 @@ def _land(
         )
     verdicts = None
     if dedup_horizon is not None or replay:
-        since = None if decoded is None else oldest.get["oldest"]
+        since = None if decoded is None else observed_values(oldest).get("oldest")
         verdicts = _verdicts(
             spark, decoded, since, events_path, rejects_path, rejects_marks, dedup_horizon
         )
