@@ -194,11 +194,6 @@ def spark_conf(settings: Settings, *, ui: bool = False) -> dict[str, str]:
         "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
-        # Rows held with computed_once(on_disk=True) (a --dedup batch) are written and
-        # read back as serialized blocks: Kryo writes an UnsafeRow's bytes as they are,
-        # Java serialization wraps each row (measured: holding 1M decoded events 12.1 ->
-        # 10.1 s). Spark SQL's shuffles have their own serializer either way.
-        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.sql.session.timeZone": "UTC",
         # Spark's default, INT96, is read as nanoseconds by delta-rs and pyarrow, which
         # only reach years 1677-2262: delta-rs refuses a table with a time outside, and

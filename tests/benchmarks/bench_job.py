@@ -303,7 +303,10 @@ def main(argv: list[str] | None = None) -> None:
         outcome = PYTHON_JOBS[args.job](settings, args)
     else:
         if args.job == "quality":
-            # As `eventlake check` does: GX's import overlaps the session's start.
+            # As `eventlake check` does: GX's import overlaps the session's start, after
+            # pyspark's own import (both threads importing it at once can see it half-made).
+            import eventlake.spark  # noqa: F401
+
             import_in_background("eventlake.quality.run")
         spark = _spark(settings, f"bench-{args.job}")
         started = time.perf_counter()

@@ -69,7 +69,8 @@ def import_in_background(module: str) -> threading.Thread:
     """Start importing ``module`` on a daemon thread, so that a slow import overlaps the
     Spark session's start (the JVM's launch leaves the Python process waiting); a later
     import of it in the job waits for this one, and raises what it raised. Returns the
-    thread.
+    thread. Import what the job itself needs of the same packages first (pyspark): a
+    package imported by two threads at once can be seen half-initialized by one of them.
 
     Example:
         >>> import_in_background("eventlake.quality.run")  # GX: ~2.5 s of imports
