@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from eventlake.duplicates import DUPLICATE_EVENT
@@ -105,6 +106,40 @@ def test_with_state_a_repeated_event_changes_no_state(
     state = spark.read.format("delta").load(str(state_path(warehouse_settings, topic_name)))
     assert [(r["kafka_offset"], bytes(r["data"])) for r in state.collect()] == [(0, b'{"v": 1}')]
     assert summary.rejects_by_reason == {DUPLICATE_EVENT: 1}
+
+
+def test_a_bounded_run_lands_in_pieces_and_finds_a_repeat_across_them(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    settings = warehouse_settings.model_copy(update={"dedup_batch_records": 2})
+    create_topic(settings, topic_name)
+    produce_all(settings, topic_name, [_event(i) for i in ("a", "b", "c", "a", "d", "b")])
+    request = IngestRequest(topics=(topic_name,), dedup=True, ending_offsets="latest")
+
+    summary = run_ingest(spark, settings, request)
+
+    events, rejects = _landed(spark, settings)
+    assert events == ["a", "b", "c", "d"]
+    assert {offset: reason for offset, (reason, _) in rejects.items()} == {
+        3: DUPLICATE_EVENT,
+        5: DUPLICATE_EVENT,
+    }
+    assert summary.rejects_by_reason == {DUPLICATE_EVENT: 2}
+    history = DeltaTable.forPath(spark, str(settings.table_path(EVENTS))).history()
+    assert history.where("operation = 'WRITE'").count() == 3  # three pieces of two records
+
+
+def test_a_dedup_stream_reads_at_most_dedup_batch_records_per_batch(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    settings = warehouse_settings.model_copy(update={"dedup_batch_records": 2})
+    create_topic(settings, topic_name)
+    produce_all(settings, topic_name, [_event(i) for i in ("a", "b", "c", "a", "d")])
+
+    summary = run_ingest(spark, settings, IngestRequest(topics=(topic_name,), dedup=True))
+
+    assert summary.batches == 3
+    assert _landed(spark, settings)[0] == ["a", "b", "c", "d"]
 
 
 def test_without_dedup_repeats_land_as_events(

@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 
 from eventlake.ledger import caught_up_key, ledger_key, position
-from eventlake.ranges import offsets_json, requested_starts, starting_offsets_json
+from eventlake.ranges import (
+    offsets_json,
+    requested_starts,
+    split_range,
+    starting_offsets_json,
+)
 
 
 def test_earliest_and_latest_become_spark_numbers_for_every_partition() -> None:
@@ -38,3 +43,19 @@ def test_a_run_over_two_tables_stands_at_the_lower_mark() -> None:
 def test_ledger_keys_name_job_topic_and_partition() -> None:
     assert ledger_key("ingest", "orders", 3) == "eventlake/ingest/orders/3"
     assert caught_up_key("customers") == "eventlake/state-caught-up/customers"
+
+
+def test_a_range_is_cut_into_pieces_of_about_so_many_offsets_that_cover_it() -> None:
+    starts = {("a", 0): 0, ("a", 1): 10, ("b", 0): 7}
+    ends = {("a", 0): 9, ("a", 1): 12, ("b", 0): 7}
+
+    pieces = split_range(starts, ends, 4)
+
+    assert pieces[0][0] == starts and pieces[-1][1] == ends
+    assert all(pieces[i][1] == pieces[i + 1][0] for i in range(len(pieces) - 1))
+    sizes = [sum(end[k] - start[k] for k in ends) for start, end in pieces]
+    assert sum(sizes) == 11 and max(sizes) <= 4 and len(pieces) == 3
+
+
+def test_a_range_within_the_bound_is_one_piece() -> None:
+    assert split_range({("a", 0): 3}, {("a", 0): 5}, 10) == [({("a", 0): 3}, {("a", 0): 5})]

@@ -106,6 +106,27 @@ def nothing_to_read(starts: Marks, ends: Marks) -> bool:
     return all(starts[key] >= end for key, end in ends.items())
 
 
+def split_range(starts: Marks, ends: Marks, at_most: int) -> list[tuple[Marks, Marks]]:
+    """A bounded range cut into consecutive pieces of about ``at_most`` offsets in all
+    (rounding may add one per partition), each partition advanced in proportion to its
+    share, so that every piece reads every partition; the last piece ends at ``ends``.
+
+    Example:
+        >>> split_range({("a", 0): 0, ("a", 1): 10}, {("a", 0): 4, ("a", 1): 12}, 3)
+        [({('a', 0): 0, ('a', 1): 10}, {('a', 0): 2, ('a', 1): 11}),
+         ({('a', 0): 2, ('a', 1): 11}, {('a', 0): 4, ('a', 1): 12})]
+    """
+    if at_most < 1:
+        raise ValueError(f"at_most must be at least 1, not {at_most}")
+    total = sum(max(end - starts[key], 0) for key, end in ends.items())
+    pieces = max(-(-total // at_most), 1)
+    cuts = [
+        {key: starts[key] + max(end - starts[key], 0) * i // pieces for key, end in ends.items()}
+        for i in range(pieces + 1)
+    ]
+    return [(cuts[i], cuts[i + 1]) for i in range(pieces)]
+
+
 def read_range(
     spark: SparkSession, options: Mapping[str, str], starts: Marks, ends: Marks
 ) -> DataFrame:

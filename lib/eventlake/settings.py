@@ -190,6 +190,13 @@ class Settings(BaseSettings):
         gt=0,
         description="How far back (hours of Kafka time) --dedup looks for an earlier event.",
     )
+    dedup_batch_records: int = Field(
+        default=2_000_000,
+        ge=1,
+        description="Records one --dedup batch reads at most (a bounded run lands its range "
+        "in batches of about this many, a stream reads at most this many per micro-batch): "
+        "--dedup holds its batch decoded on Spark's local disk, ~3 KB per 1 KB record.",
+    )
     type_sample_hours: float = Field(
         default=1.0,
         gt=0,

@@ -35,6 +35,7 @@ from eventlake.ranges import (
     nothing_to_read,
     read_range,
     requested_starts,
+    split_range,
     starting_offsets_json,
 )
 from eventlake.settings import Settings
@@ -92,6 +93,13 @@ def ingest_job_name(request: IngestRequest) -> str:
 
 def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     started = time.monotonic()
+    if request.dedup and not request.bounded:
+        # --dedup holds each batch decoded on local disk: bound what one batch reads.
+        bound = min(
+            settings.max_offsets_per_trigger or settings.dedup_batch_records,
+            settings.dedup_batch_records,
+        )
+        settings = settings.model_copy(update={"max_offsets_per_trigger": bound})
     check_connection(settings)
     ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
@@ -354,21 +362,32 @@ def _run_bounded(
                 flush=True,
             )
             return summary
-        records = read_range(spark, kafka_reader_options(settings, request), starts, ends)
-        result = land_batch(
-            spark,
-            records,
-            ledger=ledger,
-            ends=ends,
-            events_path=events_path,
-            rejects_path=rejects_path,
-            note="bounded run",
-            starts=starts,
-            dedup_horizon=_dedup_horizon(settings, request),
+        # --dedup holds each batch decoded on local disk: a long range lands in pieces.
+        pieces = (
+            split_range(starts, ends, settings.dedup_batch_records)
+            if request.dedup
+            else [(starts, ends)]
         )
-    summary.add_batch(result.counts)
-    summary.data_json_invalid += result.data_json_invalid
-    for warning in result.warnings:
-        print(f"ingest: WARNING {warning}", flush=True)
-        summary.warnings.append(warning)
+        for number, (piece_starts, piece_ends) in enumerate(pieces, 1):
+            records = read_range(
+                spark, kafka_reader_options(settings, request), piece_starts, piece_ends
+            )
+            result = land_batch(
+                spark,
+                records,
+                ledger=ledger,
+                ends=piece_ends,
+                events_path=events_path,
+                rejects_path=rejects_path,
+                note="bounded run" if len(pieces) == 1 else f"bounded run {number}/{len(pieces)}",
+                starts=piece_starts,
+                dedup_horizon=_dedup_horizon(settings, request),
+            )
+            summary.add_batch(result.counts)
+            summary.data_json_invalid += result.data_json_invalid
+            for warning in result.warnings:
+                print(f"ingest: WARNING {warning}", flush=True)
+                summary.warnings.append(warning)
+            if len(pieces) > 1:
+                print(f"ingest: bounded run, piece {number} of {len(pieces)} done", flush=True)
     return summary
