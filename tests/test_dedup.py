@@ -129,6 +129,25 @@ def test_a_bounded_run_lands_in_pieces_and_finds_a_repeat_across_them(
     assert history.where("operation = 'WRITE'").count() == 3  # three pieces of two records
 
 
+def test_a_backfill_in_pieces_then_the_scheduled_run_land_each_record_once(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    settings = warehouse_settings.model_copy(update={"dedup_batch_records": 2})
+    create_topic(settings, topic_name)
+    produce_all(settings, topic_name, [_event(i) for i in ("a", "b", "c", "a", "d", "b")])
+    backfill = IngestRequest(
+        topics=(topic_name,), dedup=True, ending_offsets=f'{{"{topic_name}": {{"0": 4}}}}'
+    )
+
+    run_ingest(spark, settings, backfill)
+    run_ingest(spark, settings, IngestRequest(topics=(topic_name,), dedup=True))
+
+    events, rejects = _landed(spark, settings)
+    assert events == ["a", "b", "c", "d"]
+    assert sorted(rejects) == [3, 5]
+    _every_record_once(spark, settings, 6)
+
+
 def test_a_dedup_stream_reads_at_most_dedup_batch_records_per_batch(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:

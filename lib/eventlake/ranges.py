@@ -118,10 +118,11 @@ def split_range(starts: Marks, ends: Marks, at_most: int) -> list[tuple[Marks, M
     """
     if at_most < 1:
         raise ValueError(f"at_most must be at least 1, not {at_most}")
-    total = sum(max(end - starts[key], 0) for key, end in ends.items())
+    # bounded_range never puts a start past its end.
+    total = sum(end - starts[key] for key, end in ends.items())
     pieces = max(-(-total // at_most), 1)
     cuts = [
-        {key: starts[key] + max(end - starts[key], 0) * i // pieces for key, end in ends.items()}
+        {key: starts[key] + (end - starts[key]) * i // pieces for key, end in ends.items()}
         for i in range(pieces + 1)
     ]
     return [(cuts[i], cuts[i + 1]) for i in range(pieces)]

@@ -155,8 +155,7 @@ def _land(
     # --dedup reads the whole batch three times (the duplicates' identities, the events,
     # the rejects): it is read from Kafka and decoded once, and held on local disk.
     # Its oldest Kafka time, counted in that pass, bounds the events it is checked against.
-    decoded = None
-    oldest = Observation()
+    decoded, oldest = None, Observation()
     if dedup_horizon is not None:
         decoded = computed_once(
             decode_records(missing).observe(oldest, F.min("kafka_timestamp").alias("oldest")),

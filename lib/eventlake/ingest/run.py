@@ -368,10 +368,9 @@ def _run_bounded(
             if request.dedup
             else [(starts, ends)]
         )
+        options = kafka_reader_options(settings, request)
         for number, (piece_starts, piece_ends) in enumerate(pieces, 1):
-            records = read_range(
-                spark, kafka_reader_options(settings, request), piece_starts, piece_ends
-            )
+            records = read_range(spark, options, piece_starts, piece_ends)
             result = land_batch(
                 spark,
                 records,
