@@ -20,6 +20,7 @@ from typing import Final
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 #: What makes an event unique (CloudEvents core: producers MUST keep it unique).
 EVENT_IDENTITY: Final = ("source", "id")
@@ -30,6 +31,19 @@ UNIQUE_VIEW: Final = "events_unique"
 DUPLICATE_EVENT: Final = "duplicate_event"
 
 
+def _by_identity() -> WindowSpec:
+    """A window per ``(source, id)``, its rows shuffled and sorted by a hash of the
+    identity first.
+
+    Spark sorts on an 8-byte prefix of the first key, and sources share theirs (e.g.
+    ``https://``): keyed on ``source`` alone, nearly every comparison fell back to
+    comparing both strings (``--dedup``'s window over 2M identities: 3.5 -> 3.0 s). The
+    hash changes no group: equal identities hash equally, and ``source`` and ``id``
+    still tell apart two that collide.
+    """
+    return Window.partitionBy(F.xxhash64(*EVENT_IDENTITY), *EVENT_IDENTITY)
+
+
 def unique_events(events: DataFrame) -> DataFrame:
     """``events`` with one row per ``(source, id)``: the first by Kafka time.
 
@@ -37,7 +51,7 @@ def unique_events(events: DataFrame) -> DataFrame:
         >>> unique_events(events).count() <= events.count()
         True
     """
-    first = Window.partitionBy(*EVENT_IDENTITY).orderBy(*FIRST_BY)
+    first = _by_identity().orderBy(*FIRST_BY)
     return events.withColumn("_nth", F.row_number().over(first)).where("_nth = 1").drop("_nth")
 
 
@@ -50,10 +64,12 @@ def unique_events_sql(table: str, columns: list[str]) -> str:
         'SELECT `id`, `source`, `kafka_timestamp` FROM (SELECT *, row_number() OVER ...'
     """
     listed = ", ".join("`" + c.replace("`", "``") + "`" for c in columns)
+    identity = ", ".join(EVENT_IDENTITY)
+    # Partitioned like _by_identity, for the same reason.
     return (
         f"SELECT {listed} FROM (SELECT *, row_number() OVER (PARTITION BY "
-        f"{', '.join(EVENT_IDENTITY)} ORDER BY {', '.join(FIRST_BY)}) AS _nth FROM {table})"
-        " WHERE _nth = 1"
+        f"xxhash64({identity}), {identity} ORDER BY {', '.join(FIRST_BY)}) AS _nth "
+        f"FROM {table}) WHERE _nth = 1"
     )
 
 
@@ -111,7 +127,7 @@ def mark_duplicates(decoded: DataFrame, landed: DataFrame | None, horizon: timed
         partition="kafka_partition",
         offset="kafka_offset",
     )
-    identity = Window.partitionBy(*EVENT_IDENTITY)
+    identity = _by_identity()
     # A null of the struct's type: the batch's rows have landed nowhere.
     rows = decoded.withColumn("_landed", F.when(F.lit(False), own))
     if landed is not None:
