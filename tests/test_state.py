@@ -223,6 +223,35 @@ def test_latest_per_key_keeps_the_last_record_by_partition_then_offset(
     assert latest[0].asDict().keys() == {*EVENT_COLUMNS, "_tombstone"}
 
 
+def test_latest_per_key_is_exact_for_coordinates_past_what_one_long_packs(
+    spark: SparkSession,
+) -> None:
+    # Offsets of 2^40 and more and partitions of 2^23 and more do not fit the packed
+    # aggregate: the exact one decides. Packed, a's offset 2^41 would read as partition 2.
+    big = 1 << 40
+    rows = [
+        ("t", b"a", 0, 2 * big, "a-p0"),
+        ("t", b"a", 1, 1, "a-p1"),
+        ("t", b"b", 0, big + 5, "b-o5"),
+        ("t", b"b", 0, big + 3, "b-o3"),
+        ("t", b"c", 1 << 23, 1, "c-high"),
+        ("t", b"c", 1, 9, "c-low"),
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "kafka_topic string, kafka_key binary, kafka_partition int, kafka_offset long, id string",
+    )
+    others = [c for c in EVENT_COLUMNS if c not in frame.columns]
+    records = frame.select(
+        *frame.columns, *[F.lit(None).alias(c) for c in others], F.lit(False).alias("_tombstone")
+    )
+    assert sorted(r.id for r in state.latest_per_key(records).collect()) == [
+        "a-p1",
+        "b-o5",
+        "c-high",
+    ]
+
+
 def test_state_is_right_when_the_batch_cannot_be_read_back_from_the_tables(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
