@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from eventlake.tables import (
     ensure_table,
     ensure_tables,
     rows_added_by,
+    rows_as_of,
     state_path,
     state_table_topics,
     warehouse_tables,
@@ -181,6 +183,56 @@ def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_pat
     rows.write.format("delta").partitionBy("part").save(path)
 
     assert rows_added_by(spark, path, 0, rows.schema) is None
+
+
+def _timed_appends(spark: SparkSession, path: str) -> None:
+    # Three commits, one file each: ids 0-9 at 01:00, 10-19 at 02:00, 20-29 at 03:00.
+    for hour in (1, 2, 3):
+        start = (hour - 1) * 10
+        spark.range(start, start + 10, numPartitions=1).selectExpr(
+            "id", f"timestamp'2026-01-01 0{hour}:00:00' AS at"
+        ).write.format("delta").mode("append").save(path)
+
+
+def test_rows_as_of_reads_the_rows_of_that_version_from_since_on(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    _timed_appends(spark, path)
+    schema = spark.read.format("delta").load(path).schema
+
+    rows = rows_as_of(spark, path, 1, schema, time_column="at", since=datetime(2026, 1, 1, 2))
+
+    assert rows is not None
+    assert sorted(r["id"] for r in rows.collect()) == list(range(10, 20))
+
+
+def test_rows_as_of_does_not_read_files_that_end_before_since(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    _timed_appends(spark, path)
+    schema = spark.read.format("delta").load(path).schema
+
+    rows = rows_as_of(spark, path, 2, schema, time_column="at", since=datetime(2026, 1, 1, 3))
+
+    assert rows is not None
+    assert len(rows.inputFiles()) == 1
+
+
+def test_rows_as_of_declines_a_table_with_deletion_vectors(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # A deleted row stays in its file, hidden by a deletion vector the files do not show.
+    path = str(tmp_path / "t")
+    _timed_appends(spark, path)
+    spark.sql(
+        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 3")
+    schema = spark.read.format("delta").load(path).schema
+
+    assert rows_as_of(spark, path, 4, schema, time_column="at", since=datetime(2026, 1, 1)) is None
 
 
 def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:

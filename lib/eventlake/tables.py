@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlparse
@@ -265,14 +266,7 @@ def rows_added_by(
     from eventlake.ledger import delta_rs_table
 
     table = delta_rs_table(path)
-    if table is None:
-        return None
-    metadata = table.metadata()
-    # Partition values live in the log, renamed columns under physical names: a plain
-    # Parquet read would give NULLs there.
-    if metadata.partition_columns:
-        return None
-    if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
+    if table is None or not _files_hold_the_rows(table):
         return None
     actions = commit_actions(path, version)
     if actions is None:
@@ -284,6 +278,72 @@ def rows_added_by(
         return local_rows(spark, [], schema)
     files = [data_file(path, add["path"]) for add in adds]
     return spark.read.schema(schema).parquet(*files)
+
+
+def rows_as_of(
+    spark: SparkSession,
+    path: str,
+    version: int,
+    schema: StructType,
+    *,
+    time_column: str,
+    since: datetime,
+) -> DataFrame | None:
+    """The rows of the Delta table at ``path`` as of ``version`` whose ``time_column`` is
+    ``since`` or later, read from the data files that version holds (delta-rs lists
+    them; files whose statistics end before ``since`` are not read); None when they
+    cannot be read that way (see :func:`rows_added_by`): the caller reads through Delta.
+
+    Through Spark, a scan of a version the process has not read yet costs Spark jobs of
+    its own (Delta's state of the table, its files' statistics): ~2 s in a fresh process.
+
+    Example:
+        >>> rows_as_of(spark, events_path, 42, EVENTS_SCHEMA, time_column="kafka_timestamp",
+        ...            since=datetime(2026, 11, 19, tzinfo=UTC)).count()
+        1000000
+    """
+    from deltalake import DeltaTable
+
+    if not (Path(path) / "_delta_log").is_dir():
+        return None
+    table = DeltaTable(path, version=version)
+    if not _files_hold_the_rows(table):
+        return None
+    added = table.get_add_actions(flatten=True)
+    paths = added.column("path").to_pylist()
+    stat = f"max.{time_column}"
+    newest = added.column(stat).to_pylist() if stat in added.column_names else [None] * len(paths)
+    # Delta keeps a timestamp's statistics to the millisecond: a second's margin. A naive
+    # ``since`` is local time, as PySpark gives it.
+    after = since.astimezone(UTC) - timedelta(seconds=1)
+    files = [
+        _joined(path, relative)
+        for relative, last in zip(paths, newest, strict=True)
+        if last is None or last >= after
+    ]
+    if not files:
+        return local_rows(spark, [], schema)
+    return spark.read.schema(schema).parquet(*files).where(F.col(time_column) >= F.lit(since))
+
+
+def _files_hold_the_rows(table: Any) -> bool:
+    """Whether a plain Parquet read of the table's data files gives its rows (delta-rs'
+    view of the table): not when partition values live in the log, columns are renamed
+    (column mapping), or deletion vectors may hide rows."""
+    metadata = table.metadata()
+    if metadata.partition_columns:
+        return False
+    if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
+        return False
+    return "deletionVectors" not in (table.protocol().reader_features or [])
+
+
+def _joined(table: str, relative: str) -> str:
+    """A data file's path as delta-rs lists it (decoded; relative to the table unless
+    absolute) as a path Spark reads."""
+    if urlparse(relative).scheme or relative.startswith("/"):
+        return relative
+    return f"{table.rstrip('/')}/{relative}"
 
 
 def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | None:
