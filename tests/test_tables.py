@@ -201,7 +201,7 @@ def test_rows_as_of_reads_the_rows_of_that_version_from_since_on(
     _timed_appends(spark, path)
     schema = spark.read.format("delta").load(path).schema
 
-    rows = rows_as_of(spark, path, 1, schema, time_column="at", since=datetime(2026, 1, 1, 2))
+    rows = rows_as_of(spark, path, 1, schema, since=("at", datetime(2026, 1, 1, 2)))
 
     assert rows is not None
     assert sorted(r["id"] for r in rows.collect()) == list(range(10, 20))
@@ -214,7 +214,7 @@ def test_rows_as_of_does_not_read_files_that_end_before_since(
     _timed_appends(spark, path)
     schema = spark.read.format("delta").load(path).schema
 
-    rows = rows_as_of(spark, path, 2, schema, time_column="at", since=datetime(2026, 1, 1, 3))
+    rows = rows_as_of(spark, path, 2, schema, since=("at", datetime(2026, 1, 1, 3)))
 
     assert rows is not None
     assert len(rows.inputFiles()) == 1
@@ -232,7 +232,7 @@ def test_rows_as_of_declines_a_table_with_deletion_vectors(
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 3")
     schema = spark.read.format("delta").load(path).schema
 
-    assert rows_as_of(spark, path, 4, schema, time_column="at", since=datetime(2026, 1, 1)) is None
+    assert rows_as_of(spark, path, 4, schema) is None
 
 
 def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:

@@ -100,9 +100,7 @@ def landed_identities(
     narrow = StructType([EVENTS_SCHEMA[name] for name in (*EVENT_IDENTITY, *FIRST_BY)])
     # From the files with delta-rs' list: Delta's own scan of a version new to the process
     # costs Spark jobs of its own (~2 s in a fresh one).
-    landed = rows_as_of(
-        spark, events_path, version, narrow, time_column="kafka_timestamp", since=since
-    )
+    landed = rows_as_of(spark, events_path, version, narrow, since=("kafka_timestamp", since))
     if landed is None:
         landed = (
             spark.read.format("delta")

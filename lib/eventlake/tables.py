@@ -282,48 +282,47 @@ def rows_added_by(
 
 def rows_as_of(
     spark: SparkSession,
-    path: str,
+    path: str | Path,
     version: int,
     schema: StructType,
     *,
-    time_column: str,
-    since: datetime,
+    since: tuple[str, datetime] | None = None,
 ) -> DataFrame | None:
-    """The rows of the Delta table at ``path`` as of ``version`` whose ``time_column`` is
-    ``since`` or later, read from the data files that version holds (delta-rs lists
-    them; files whose statistics end before ``since`` are not read); None when they
-    cannot be read that way (see :func:`rows_added_by`): the caller reads through Delta.
+    """The rows of the Delta table at ``path`` as of ``version``, read from the data files
+    that version holds (delta-rs lists them); with ``since`` (a timestamp column and a
+    time), only the rows from that time on, and files whose statistics end before it are
+    not read. None when the files cannot be read that way (see :func:`rows_added_by`):
+    the caller reads through Delta.
 
     Through Spark, a scan of a version the process has not read yet costs Spark jobs of
     its own (Delta's state of the table, its files' statistics): ~2 s in a fresh process.
 
     Example:
-        >>> rows_as_of(spark, events_path, 42, EVENTS_SCHEMA, time_column="kafka_timestamp",
-        ...            since=datetime(2026, 11, 19, tzinfo=UTC)).count()
+        >>> rows_as_of(spark, events_path, 42, EVENTS_SCHEMA,
+        ...            since=("kafka_timestamp", datetime(2026, 11, 19, tzinfo=UTC))).count()
         1000000
     """
     from deltalake import DeltaTable
 
     if not (Path(path) / "_delta_log").is_dir():
         return None
-    table = DeltaTable(path, version=version)
+    table = DeltaTable(str(path), version=version)
     if not _files_hold_the_rows(table):
         return None
     added = table.get_add_actions(flatten=True)
     paths = added.column("path").to_pylist()
-    stat = f"max.{time_column}"
-    newest = added.column(stat).to_pylist() if stat in added.column_names else [None] * len(paths)
-    # Delta keeps a timestamp's statistics to the millisecond: a second's margin. A naive
-    # ``since`` is local time, as PySpark gives it.
-    after = since.astimezone(UTC) - timedelta(seconds=1)
-    files = [
-        _joined(path, relative)
-        for relative, last in zip(paths, newest, strict=True)
-        if last is None or last >= after
-    ]
+    ended: set[int] = set()  # files whose rows all come before since
+    if since is not None and f"max.{since[0]}" in added.column_names:
+        # Delta keeps a timestamp's statistics to the millisecond: a second's margin. A
+        # naive time is local time, as PySpark gives it.
+        after = since[1].astimezone(UTC) - timedelta(seconds=1)
+        newest = added.column(f"max.{since[0]}").to_pylist()
+        ended = {i for i, last in enumerate(newest) if last is not None and last < after}
+    files = [_joined(str(path), p) for i, p in enumerate(paths) if i not in ended]
     if not files:
         return local_rows(spark, [], schema)
-    return spark.read.schema(schema).parquet(*files).where(F.col(time_column) >= F.lit(since))
+    rows = spark.read.schema(schema).parquet(*files)
+    return rows if since is None else rows.where(F.col(since[0]) >= F.lit(since[1]))
 
 
 def _files_hold_the_rows(table: Any) -> bool:

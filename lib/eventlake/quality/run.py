@@ -58,7 +58,7 @@ from eventlake.quality.plan import (
 )
 from eventlake.quality.request import CheckRequest, QualityError
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
-from eventlake.quality.slices import read_slice
+from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
 from eventlake.spark import local_rows, release
@@ -156,11 +156,7 @@ def _run_checks(
     )
     if uniqueness:
         # Against the table as of the slice's end, so both sides agree on what exists.
-        table = (
-            spark.read.format("delta")
-            .option("versionAsOf", events_slice.end_version)
-            .load(str(table_path))
-        )
+        table = table_as_of(spark, table_path, events_slice.end_version)
         events = with_occurrences(events, table, whole=events_slice.after is None)
     try:
         named = [request.topic] if request.topic is not None else configured

@@ -16,10 +16,10 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.ledger import landed_version
+from eventlake.ledger import delta_rs_table, landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark import local_rows
-from eventlake.tables import commit_actions, data_file
+from eventlake.tables import commit_actions, data_file, rows_as_of
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,23 @@ def new_data_files(commits: Iterable[Sequence[Mapping[str, Any]]]) -> list[str]:
     return list(files)
 
 
+def table_as_of(
+    spark: SparkSession, table: Path, version: int, snapshot: DataFrame | None = None
+) -> DataFrame:
+    """The whole Delta table at ``table`` as of ``version``: its data files read as
+    Parquet when they hold its rows (:func:`eventlake.tables.rows_as_of`: no Spark jobs
+    for Delta's state), else through Delta (``snapshot``, when the caller has it).
+
+    Example:
+        >>> table_as_of(spark, settings.table_path("events"), 9).count()
+        1000000
+    """
+    if snapshot is None:
+        snapshot = spark.read.format("delta").option("versionAsOf", version).load(str(table))
+    rows = rows_as_of(spark, table, version, snapshot.schema)
+    return snapshot if rows is None else rows
+
+
 def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlice:
     """The rows a Delta table gained after version ``after`` (None: the whole table).
 
@@ -95,39 +112,34 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
         >>> read_slice(spark, settings.table_path("events"), after=4).describe("events")
         'events v5..v9'
     """
-    from delta.tables import DeltaTable
-
     if not (table / "_delta_log").is_dir():
         raise QualityError(f"No Delta table at {table}.")
     # From the log, without a Spark job (the table's history is one).
     end = landed_version(table) or 0
     snapshot = spark.read.format("delta").option("versionAsOf", end).load(str(table))
     if after is None:
-        return TableSlice(snapshot, end)
+        return TableSlice(table_as_of(spark, table, end, snapshot), end)
     if after >= end:
         return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
     found = [commit_actions(table, version) for version in range(after + 1, end + 1)]
     commits = [c for c in found if c is not None]
     if len(commits) < len(found):
-        return TableSlice(snapshot, end, note=f"log of v{after + 1} expired: whole table")
+        whole = table_as_of(spark, table, end, snapshot)
+        return TableSlice(whole, end, note=f"log of v{after + 1} expired: whole table")
     files = new_data_files(commits)
     if not files:
         return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
-    detail = (
-        DeltaTable.forPath(spark, str(table))
-        .detail()
-        .select("partitionColumns", "properties")
-        .first()
-    )
-    partitioned = bool(detail and detail["partitionColumns"])
-    properties = (detail["properties"] if detail else None) or {}
-    mapped = properties.get("delta.columnMapping.mode", "none") != "none"
+    # From the log with delta-rs: the table's detail through Spark is a job of its own.
+    metadata = delta_rs_table(table).metadata()
+    partitioned = bool(metadata.partition_columns)
+    mapped = metadata.configuration.get("delta.columnMapping.mode", "none") != "none"
     if partitioned or mapped:
         names = [Path(unquote(urlparse(f).path)).name for f in files]
         return TableSlice(snapshot.where(F.col("_metadata.file_name").isin(names)), end, after)
     paths = [data_file(table, f) for f in files]
     if not all(Path(p).exists() for p in paths if not urlparse(p).scheme):
-        return TableSlice(snapshot, end, note="files of the slice were vacuumed: whole table")
+        whole = table_as_of(spark, table, end, snapshot)
+        return TableSlice(whole, end, note="files of the slice were vacuumed: whole table")
     # Plain Parquet files of an unpartitioned table without column mapping: reading them
     # directly is what Delta's scan does for them, minus listing the other files.
     return TableSlice(spark.read.schema(snapshot.schema).parquet(*paths), end, after)
