@@ -246,10 +246,14 @@ def quality_floor(spark: SparkSession, settings: Settings, _args: argparse.Names
     of non-null values per column. Any check of every row reads at least this."""
     from pyspark.sql import functions as F
 
+    from eventlake.ledger import landed_version
     from eventlake.quality.plan import CHECKED_COLUMNS
+    from eventlake.quality.slices import table_as_of
     from eventlake.tables import EVENTS
 
-    events = spark.read.format("delta").load(str(settings.table_path(EVENTS)))
+    # Read as the quality check reads a whole table: its files, listed by delta-rs.
+    path = settings.table_path(EVENTS)
+    events = table_as_of(spark, path, landed_version(path) or 0)
     row = events.select(
         F.count(F.lit(1)).alias("_rows"), *[F.count(c).alias(c) for c in CHECKED_COLUMNS]
     ).first()
