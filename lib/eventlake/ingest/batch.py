@@ -165,7 +165,14 @@ def _land(
     if dedup_horizon is not None or replay:
         since = None if decoded is None else observed_values(oldest).get("oldest")
         verdicts = _verdicts(
-            spark, decoded, since, events_path, rejects_path, rejects_marks, dedup_horizon
+            spark,
+            decoded,
+            since,
+            events_path,
+            rejects_path,
+            (events_marks, rejects_marks),
+            replay,
+            dedup_horizon,
         )
     try:
         seen = Observation()
@@ -233,7 +240,8 @@ def _verdicts(
     since: datetime | None,
     events_path: str,
     rejects_path: str,
-    rejects_marks: Marks,
+    marks: tuple[Marks, Marks],
+    replay: bool,
     dedup_horizon: timedelta | None,
 ) -> DataFrame:
     """The fate of the batch's records where decoding alone does not decide it, computed
@@ -244,10 +252,14 @@ def _verdicts(
       and the duplicates (:func:`eventlake.duplicates.mark_duplicates`, against the events
       table at one version), found in a pass over the narrow columns of ``decoded`` (the
       batch's unlanded records, decoded and held; ``since``: their oldest Kafka time);
-    * on a replay, every row below the rejects marks that ``rejects`` holds, with the
-      reason the first attempt gave it; a row there that it does not hold was an event,
-      whatever a second look at duplicates (or ``--dedup`` switched) would say now.
+    * on a ``replay``, every row between the events and the rejects ``marks`` (the
+      batch's own rows that the first attempt's rejects commit landed) that ``rejects``
+      holds, with the reason the first attempt gave it; a row there that it does not hold
+      was an event, whatever a second look at duplicates (or ``--dedup`` switched) would
+      say now. Rejects below the events marks, the table's history, meet no row of the
+      batch: not read.
     """
+    events_marks, rejects_marks = marks
     parts: list[DataFrame] = []
     if dedup_horizon is not None:
         assert decoded is not None, "--dedup decides from the held, decoded batch"
@@ -266,11 +278,11 @@ def _verdicts(
                 F.col("reject_detail").alias("_verdict_detail"),
             )
         )
-    if any(rejects_marks.values()):
+    if replay:
         parts.append(
             spark.read.format("delta")
             .load(rejects_path)
-            .where(rejected_by_ingest() & ~unlanded(rejects_marks))
+            .where(rejected_by_ingest() & unlanded(events_marks) & ~unlanded(rejects_marks))
             .select(
                 *KAFKA_COORDINATES,
                 F.col("reason").alias("_verdict_reason"),
