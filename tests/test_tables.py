@@ -235,6 +235,22 @@ def test_rows_as_of_declines_a_table_with_deletion_vectors(
     assert rows_as_of(spark, path, 4, schema) is None
 
 
+def test_rows_as_of_declines_a_table_delta_rs_cannot_read(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deltalake
+    from deltalake.exceptions import DeltaProtocolError
+
+    def refuses(*_args: object, **_kwargs: object) -> None:
+        raise DeltaProtocolError("unsupported reader features: {someFeature}")
+
+    path = str(tmp_path / "t")
+    _timed_appends(spark, path)
+    monkeypatch.setattr(deltalake, "DeltaTable", refuses)
+
+    assert rows_as_of(spark, path, 0, spark.read.format("delta").load(path).schema) is None
+
+
 def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:
     from eventlake.tables import delta_path_sql
 

@@ -303,13 +303,18 @@ def rows_as_of(
         1000000
     """
     from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
 
     if not (Path(path) / "_delta_log").is_dir():
         return None
-    table = DeltaTable(str(path), version=version)
-    if not _files_hold_the_rows(table):
+    try:
+        table = DeltaTable(str(path), version=version)
+        if not _files_hold_the_rows(table):
+            return None
+        added = table.get_add_actions(flatten=True)
+    except DeltaError:
+        # A table feature delta-rs does not read (it names it): Delta's own scan does.
         return None
-    added = table.get_add_actions(flatten=True)
     paths = added.column("path").to_pylist()
     ended: set[int] = set()  # files whose rows all come before since
     if since is not None and f"max.{since[0]}" in added.column_names:
