@@ -108,12 +108,19 @@ def test_with_state_a_repeated_event_changes_no_state(
     assert summary.rejects_by_reason == {DUPLICATE_EVENT: 1}
 
 
+def _in_pieces_of_two(settings: Settings, topic: str) -> Settings:
+    """``settings`` with --dedup batches of 2 records, and ``topic`` holding six events
+    whose ids are a, b, c, a, d, b (offsets 0-5)."""
+    settings = settings.model_copy(update={"dedup_batch_records": 2})
+    create_topic(settings, topic)
+    produce_all(settings, topic, [_event(i) for i in ("a", "b", "c", "a", "d", "b")])
+    return settings
+
+
 def test_a_bounded_run_lands_in_pieces_and_finds_a_repeat_across_them(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    settings = warehouse_settings.model_copy(update={"dedup_batch_records": 2})
-    create_topic(settings, topic_name)
-    produce_all(settings, topic_name, [_event(i) for i in ("a", "b", "c", "a", "d", "b")])
+    settings = _in_pieces_of_two(warehouse_settings, topic_name)
     request = IngestRequest(topics=(topic_name,), dedup=True, ending_offsets="latest")
 
     summary = run_ingest(spark, settings, request)
@@ -132,9 +139,7 @@ def test_a_bounded_run_lands_in_pieces_and_finds_a_repeat_across_them(
 def test_a_backfill_in_pieces_then_the_scheduled_run_land_each_record_once(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
-    settings = warehouse_settings.model_copy(update={"dedup_batch_records": 2})
-    create_topic(settings, topic_name)
-    produce_all(settings, topic_name, [_event(i) for i in ("a", "b", "c", "a", "d", "b")])
+    settings = _in_pieces_of_two(warehouse_settings, topic_name)
     backfill = IngestRequest(
         topics=(topic_name,), dedup=True, ending_offsets=f'{{"{topic_name}": {{"0": 4}}}}'
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.kafka import InvalidTopicNameError
@@ -185,21 +186,22 @@ def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_pat
     assert rows_added_by(spark, path, 0, rows.schema) is None
 
 
-def _timed_appends(spark: SparkSession, path: str) -> None:
-    # Three commits, one file each: ids 0-9 at 01:00, 10-19 at 02:00, 20-29 at 03:00.
+@pytest.fixture
+def timed_table(spark: SparkSession, tmp_path: Path) -> tuple[str, StructType]:
+    """Three commits, one file each: ids 0-9 at 01:00, 10-19 at 02:00, 20-29 at 03:00."""
+    path = str(tmp_path / "t")
     for hour in (1, 2, 3):
         start = (hour - 1) * 10
         spark.range(start, start + 10, numPartitions=1).selectExpr(
             "id", f"timestamp'2026-01-01 0{hour}:00:00' AS at"
         ).write.format("delta").mode("append").save(path)
+    return path, spark.read.format("delta").load(path).schema
 
 
 def test_rows_as_of_reads_the_rows_of_that_version_from_since_on(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, timed_table: tuple[str, StructType]
 ) -> None:
-    path = str(tmp_path / "t")
-    _timed_appends(spark, path)
-    schema = spark.read.format("delta").load(path).schema
+    path, schema = timed_table
 
     rows = rows_as_of(spark, path, 1, schema, since=("at", datetime(2026, 1, 1, 2)))
 
@@ -208,11 +210,9 @@ def test_rows_as_of_reads_the_rows_of_that_version_from_since_on(
 
 
 def test_rows_as_of_does_not_read_files_that_end_before_since(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, timed_table: tuple[str, StructType]
 ) -> None:
-    path = str(tmp_path / "t")
-    _timed_appends(spark, path)
-    schema = spark.read.format("delta").load(path).schema
+    path, schema = timed_table
 
     rows = rows_as_of(spark, path, 2, schema, since=("at", datetime(2026, 1, 1, 3)))
 
@@ -220,23 +220,39 @@ def test_rows_as_of_does_not_read_files_that_end_before_since(
     assert len(rows.inputFiles()) == 1
 
 
-def test_rows_as_of_declines_a_table_with_deletion_vectors(
+def test_rows_as_of_reads_a_file_whose_name_the_log_percent_encodes(
     spark: SparkSession, tmp_path: Path
 ) -> None:
+    path = tmp_path / "t"
+    spark.range(3).coalesce(1).write.format("delta").save(str(path))
+    (written,) = path.glob("*.parquet")
+    written.rename(path / "a b%.parquet")
+    log = path / "_delta_log" / f"{0:020d}.json"
+    log.write_text(log.read_text().replace(written.name, "a%20b%25.parquet"))
+    for checksum in path.glob("_delta_log/*.crc"):
+        checksum.unlink()
+
+    rows = rows_as_of(spark, str(path), 0, spark.range(1).schema)
+
+    assert rows is not None
+    assert sorted(r["id"] for r in rows.collect()) == [0, 1, 2]
+
+
+def test_rows_as_of_declines_a_table_with_deletion_vectors(
+    spark: SparkSession, timed_table: tuple[str, StructType]
+) -> None:
     # A deleted row stays in its file, hidden by a deletion vector the files do not show.
-    path = str(tmp_path / "t")
-    _timed_appends(spark, path)
+    path, schema = timed_table
     spark.sql(
         f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 3")
-    schema = spark.read.format("delta").load(path).schema
 
     assert rows_as_of(spark, path, 4, schema) is None
 
 
 def test_rows_as_of_declines_a_table_delta_rs_cannot_read(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, timed_table: tuple[str, StructType], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import deltalake
     from deltalake.exceptions import DeltaProtocolError
@@ -244,11 +260,10 @@ def test_rows_as_of_declines_a_table_delta_rs_cannot_read(
     def refuses(*_args: object, **_kwargs: object) -> None:
         raise DeltaProtocolError("unsupported reader features: {someFeature}")
 
-    path = str(tmp_path / "t")
-    _timed_appends(spark, path)
+    path, schema = timed_table
     monkeypatch.setattr(deltalake, "DeltaTable", refuses)
 
-    assert rows_as_of(spark, path, 0, spark.read.format("delta").load(path).schema) is None
+    assert rows_as_of(spark, path, 0, schema) is None
 
 
 def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:

@@ -323,7 +323,8 @@ def rows_as_of(
         after = since[1].astimezone(UTC) - timedelta(seconds=1)
         newest = added.column(f"max.{since[0]}").to_pylist()
         ended = {i for i, last in enumerate(newest) if last is not None and last < after}
-    files = [_joined(str(path), p) for i, p in enumerate(paths) if i not in ended]
+    # As the log writes them: percent-encoded, relative to the table.
+    files = [data_file(path, p) for i, p in enumerate(paths) if i not in ended]
     if not files:
         return local_rows(spark, [], schema)
     rows = spark.read.schema(schema).parquet(*files)
@@ -340,14 +341,6 @@ def _files_hold_the_rows(table: Any) -> bool:
     if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
         return False
     return "deletionVectors" not in (table.protocol().reader_features or [])
-
-
-def _joined(table: str, relative: str) -> str:
-    """A data file's path as delta-rs lists it (decoded; relative to the table unless
-    absolute) as a path Spark reads."""
-    if urlparse(relative).scheme or relative.startswith("/"):
-        return relative
-    return f"{table.rstrip('/')}/{relative}"
 
 
 def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | None:
