@@ -234,3 +234,25 @@ def test_status_gives_each_topics_last_quality_verdict(
     assert list(warehouse_status(warehouse_settings, topics=("b",), ask_kafka=False).quality) == [
         "b"
     ]
+
+
+def test_status_beside_a_stream_creating_its_state_table_reports_no_risk_for_it(
+    warehouse_settings: Settings,
+) -> None:
+    # What a reader sees while Delta writes a new table's first commit: the log folder,
+    # nothing in it yet (delta-rs: "No files in log segment").
+    (state_path(warehouse_settings, "customers") / "_delta_log").mkdir(parents=True)
+
+    report = warehouse_status(warehouse_settings, ask_kafka=False)
+
+    assert report.compaction_risks == {}
+
+
+def test_status_beside_a_first_quality_run_creating_its_results_reports_no_verdict(
+    warehouse_settings: Settings,
+) -> None:
+    (warehouse_settings.table_path(DQ_RESULTS) / "_delta_log").mkdir(parents=True)
+
+    report = warehouse_status(warehouse_settings, ask_kafka=False)
+
+    assert report.quality == {}

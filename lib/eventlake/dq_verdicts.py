@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from eventlake.settings import Settings
-from eventlake.tables import DQ_RESULTS
+from eventlake.tables import DQ_RESULTS, delta_rs_table
 
 Verdict = Literal["ok", "warning", "failed"]
 #: The columns a verdict needs; the others (samples, versions) are never read.
@@ -86,14 +86,10 @@ def last_verdicts(settings: Settings, topics: tuple[str, ...] = ()) -> dict[str,
 
 def _result_rows(settings: Settings) -> list[dict[str, Any]]:
     """dq_results' rows (the needed columns only); [] when the table is not there."""
-    from deltalake import DeltaTable
-
-    path = settings.table_path(DQ_RESULTS)
-    if not (path / "_delta_log").is_dir():
+    table = delta_rs_table(settings.table_path(DQ_RESULTS))
+    if table is None:  # no quality run yet, or the first one is creating the table
         return []
-    rows: list[dict[str, Any]] = (
-        DeltaTable(str(path)).to_pyarrow_table(columns=list(_COLUMNS)).to_pylist()
-    )
+    rows: list[dict[str, Any]] = table.to_pyarrow_table(columns=list(_COLUMNS)).to_pylist()
     return rows
 
 

@@ -54,6 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.checkpoint import holder_record
+from eventlake.tables import delta_rs_table
 
 #: Prefix of every ledger key (a Delta txn app id).
 KEY_PREFIX: Final = "eventlake"
@@ -124,26 +125,6 @@ def check_delta_version() -> str:
             "eventlake.ledger.CHECKED_DELTA_VERSIONS."
         )
     return version
-
-
-def delta_rs_table(path: str | Path) -> Any:
-    """The Delta table at ``path`` through delta-rs, or None while there is none: no log
-    folder yet, or one whose first commit is still being written (another process is
-    creating the table).
-
-    Example:
-        >>> delta_rs_table("/wh/state/new") is None
-        True
-    """
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    if not (Path(path) / "_delta_log").is_dir():
-        return None
-    try:
-        return DeltaTable(str(path))
-    except TableNotFoundError:
-        return None
 
 
 def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, Marks]:

@@ -34,7 +34,14 @@ from eventlake.offset_log import OffsetLogError, last_committed_batch, planned_b
 from eventlake.settings import Settings
 from eventlake.state import COMPACTION_RISK_PROPERTY
 from eventlake.streaming import PROCESSING_TIME_PREFIX, SPARK_FOLDER
-from eventlake.tables import EVENTS, REJECTS, STATE_FOLDER, is_delta_table, state_path
+from eventlake.tables import (
+    EVENTS,
+    REJECTS,
+    STATE_FOLDER,
+    delta_rs_table,
+    is_delta_table,
+    state_path,
+)
 from eventlake.text_table import text_table
 
 
@@ -330,19 +337,21 @@ def _holder(folder: Path) -> dict[str, Any] | None:
 def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """Per state table (by topic), the compaction risk recorded with it, read from the
     table's metadata with delta-rs (no Spark)."""
-    from deltalake import DeltaTable
-
     root = settings.warehouse / STATE_FOLDER
     risks: dict[str, dict[str, Any]] = {}
     if not root.is_dir():
         return risks
-    for table in sorted(root.iterdir()):
-        if (topics and table.name not in topics) or not (table / "_delta_log").is_dir():
+    for folder in sorted(root.iterdir()):
+        if topics and folder.name not in topics:
             continue
-        configuration = DeltaTable(str(table)).metadata().configuration
+        # None also while a stream is creating the table (its first commit not written).
+        table = delta_rs_table(folder)
+        if table is None:
+            continue
+        configuration = table.metadata().configuration
         text = configuration.get(COMPACTION_RISK_PROPERTY)
         if text:
-            risks[table.name] = json.loads(text)
+            risks[folder.name] = json.loads(text)
     return risks
 
 

@@ -263,8 +263,6 @@ def rows_added_by(
     # Read from the log with delta-rs and the file system, as the ledger reads its marks:
     # through Spark, the table's detail and the commit's text were Spark jobs of every
     # state batch.
-    from eventlake.ledger import delta_rs_table
-
     table = delta_rs_table(path)
     if table is None or not _files_hold_the_rows(table):
         return None
@@ -465,6 +463,27 @@ def is_delta_table(path: Path) -> bool:
     return (path / "_delta_log").is_dir()
 
 
+def delta_rs_table(path: str | Path) -> Any:
+    """The Delta table at ``path`` through delta-rs, or None while there is none: no log
+    folder yet, or one whose first commit is still being written (another process is
+    creating the table, e.g. a stream its first state table). The one way eventlake
+    opens the latest version of a table without Spark.
+
+    Example:
+        >>> delta_rs_table("/wh/state/new") is None
+        True
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    if not is_delta_table(Path(path)):
+        return None
+    try:
+        return DeltaTable(str(path))
+    except TableNotFoundError:
+        return None
+
+
 def delta_path_sql(path: str | Path) -> str:
     """A Delta table's path as a SQL table name, ``delta.`<path>```, with backticks in
     the path doubled: the one way paths go into SQL text.
@@ -497,15 +516,10 @@ def may_hold_topic(path: Path, topic: str) -> bool:
         True
     """
     import pyarrow as pa
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
 
-    if not is_delta_table(path):
-        return False
-    try:
-        table = DeltaTable(str(path))
-    except TableNotFoundError:
-        return False  # its first commit is still being written: nothing in it yet
+    table = delta_rs_table(path)
+    if table is None:
+        return False  # no table, or its first commit is still being written: nothing in it
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     low, high = "min.kafka_topic", "max.kafka_topic"
     return any(

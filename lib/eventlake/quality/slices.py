@@ -16,10 +16,10 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.ledger import delta_rs_table, landed_version
+from eventlake.ledger import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark import local_rows
-from eventlake.tables import commit_actions, data_file, rows_as_of
+from eventlake.tables import commit_actions, data_file, delta_rs_table, rows_as_of
 
 
 @dataclass(frozen=True)
