@@ -21,6 +21,7 @@ from eventlake.tables import (
     REJECTS_SCHEMA,
     ensure_table,
     ensure_tables,
+    is_delta_table,
     rows_added_by,
     rows_as_of,
     state_path,
@@ -138,11 +139,33 @@ def test_warehouse_tables_lists_top_level_tables_then_state_tables(
         (root / folder).mkdir(parents=True)
         if folder != "not_a_table":
             (root / folder / "_delta_log").mkdir()
+            (root / folder / "_delta_log" / f"{0:020d}.json").write_text("{}\n")
 
     names = [name for name, _ in warehouse_tables(warehouse_settings)]
 
     assert names == ["events", "rejects", "state/a", "state/b"]
     assert state_table_topics(warehouse_settings) == ["a", "b"]
+
+
+def test_a_table_whose_first_commit_is_being_written_is_not_listed_yet(
+    warehouse_settings: Settings,
+) -> None:
+    # What another process's CREATE leaves for a moment: the log folder and the temporary
+    # file of its first commit. Maintenance and the views would get "not a Delta table".
+    log = warehouse_settings.warehouse / "state" / "new" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f".{0:020d}.json.4f1c.tmp").write_text("{}\n")
+
+    assert warehouse_tables(warehouse_settings) == []
+
+
+def test_a_table_whose_log_holds_a_checkpoint_only_is_a_table(tmp_path: Path) -> None:
+    # Older commits are deleted once a checkpoint covers them (logRetentionDuration).
+    log = tmp_path / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{100:020d}.checkpoint.parquet").write_bytes(b"")
+
+    assert is_delta_table(tmp_path / "t")
 
 
 def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -56,6 +58,8 @@ T = TypeVar("T")
 
 #: How many times in all a Delta write that lost a commit race is tried.
 CONFLICT_ATTEMPTS: Final = 3
+#: A file of a Delta log that makes a version: a commit or a checkpoint (its parts).
+_LOG_VERSION_FILE: Final = re.compile(r"\d{20}\.(json|checkpoint\b.*\.(parquet|json))$")
 #: Pause before the n-th retry: n times this many seconds.
 CONFLICT_BACKOFF_SECONDS: Final = 1.0
 
@@ -303,7 +307,7 @@ def rows_as_of(
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
-    if not (Path(path) / "_delta_log").is_dir():
+    if not is_delta_table(Path(path)):
         return None
     try:
         table = DeltaTable(str(path), version=version)
@@ -454,13 +458,21 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
 
 
 def is_delta_table(path: Path) -> bool:
-    """Whether ``path`` holds a Delta log (a cheap file check, no Spark job).
+    """Whether ``path`` holds a Delta table: a log with at least one commit (a cheap file
+    check, no Spark job). A log folder with none is a table another process is creating
+    (its first commit is being written): readers and maintenance treat it as not there
+    yet, where Delta would call it "not a Delta table".
 
     Example:
         >>> is_delta_table(settings.table_path(EVENTS))
         True
     """
-    return (path / "_delta_log").is_dir()
+    log = path / "_delta_log"
+    if not log.is_dir():
+        return False
+    # Stops at the first commit or checkpoint file: a stream's log holds many.
+    with os.scandir(log) as entries:
+        return any(_LOG_VERSION_FILE.match(entry.name) for entry in entries)
 
 
 def delta_rs_table(path: str | Path) -> Any:
@@ -540,7 +552,7 @@ def ingested_next_offsets(
     frames = []
     for name in (EVENTS, REJECTS):
         path = settings.table_path(name)
-        if not (path / "_delta_log").is_dir():
+        if not is_delta_table(path):
             continue
         frame = spark.read.format("delta").load(str(path))
         if name == REJECTS:
@@ -565,7 +577,8 @@ def ingested_next_offsets(
 def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
     """Every Delta table under the warehouse, as (name, path): the top-level tables
     (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
-    Folders starting with ``_`` (checkpoints, Spark's own) are not tables.
+    Folders starting with ``_`` (checkpoints, Spark's own) are not tables, nor is one
+    whose first commit is still being written (:func:`is_delta_table`).
 
     Example:
         >>> [name for name, _ in warehouse_tables(settings)]
@@ -577,7 +590,7 @@ def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):
-            if path.name.startswith("_") or not (path / "_delta_log").is_dir():
+            if path.name.startswith("_") or not is_delta_table(path):
                 continue
             found.append((prefix + path.name, path))
     return found

@@ -23,7 +23,7 @@ from eventlake.quality.config import CheckName, Severity
 from eventlake.quality.request import CheckRequest
 from eventlake.settings import Settings
 from eventlake.spark import local_rows
-from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA
+from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA, is_delta_table
 from eventlake.text_table import text_table
 
 #: Where an offending record is in Kafka: (topic, partition, offset).
@@ -162,7 +162,7 @@ def last_checked_versions(
     None: never checked (the whole table is new).
     """
     path = settings.table_path(DQ_RESULTS)
-    if request.full or not (path / "_delta_log").is_dir():
+    if request.full or not is_delta_table(path):
         return None, None
     scope = F.col("topic_filter").isNull()
     if request.topic is not None:

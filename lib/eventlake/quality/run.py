@@ -62,7 +62,13 @@ from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
 from eventlake.spark import local_rows, release
-from eventlake.tables import DQ_RESULTS, REJECTS, REJECTS_SCHEMA, rejected_by_ingest
+from eventlake.tables import (
+    DQ_RESULTS,
+    REJECTS,
+    REJECTS_SCHEMA,
+    is_delta_table,
+    rejected_by_ingest,
+)
 
 
 def _topic_counts(frame: DataFrame) -> dict[str, int]:
@@ -120,7 +126,7 @@ def _run_checks(
     except QualityConfigError as error:
         raise QualityError(str(error)) from error
     table_path = settings.table_path(request.table)
-    if not (table_path / "_delta_log").is_dir():
+    if not is_delta_table(table_path):
         raise QualityError(f"No {request.table} table at {table_path}: run `eventlake ingest`.")
     run_time = datetime.now(UTC)
     run_id = uuid.uuid4().hex
@@ -128,9 +134,7 @@ def _run_checks(
     events_slice = read_slice(spark, table_path, after_table)
     rejects_path = settings.table_path(REJECTS)
     rejects_slice = (
-        read_slice(spark, rejects_path, after_rejects)
-        if (rejects_path / "_delta_log").is_dir()
-        else None
+        read_slice(spark, rejects_path, after_rejects) if is_delta_table(rejects_path) else None
     )
     description = events_slice.describe(request.table) + (
         f", {rejects_slice.describe(REJECTS)}" if rejects_slice else ", rejects absent"

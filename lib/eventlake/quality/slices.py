@@ -19,7 +19,13 @@ from pyspark.sql import functions as F
 from eventlake.ledger import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark import local_rows
-from eventlake.tables import commit_actions, data_file, delta_rs_table, rows_as_of
+from eventlake.tables import (
+    commit_actions,
+    data_file,
+    delta_rs_table,
+    is_delta_table,
+    rows_as_of,
+)
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
         >>> read_slice(spark, settings.table_path("events"), after=4).describe("events")
         'events v5..v9'
     """
-    if not (table / "_delta_log").is_dir():
+    if not is_delta_table(table):
         raise QualityError(f"No Delta table at {table}.")
     # From the log, without a Spark job (the table's history is one).
     end = landed_version(table) or 0
