@@ -58,10 +58,10 @@ T = TypeVar("T")
 
 #: How many times in all a Delta write that lost a commit race is tried.
 CONFLICT_ATTEMPTS: Final = 3
-#: A file of a Delta log that makes a version: a commit or a checkpoint (its parts).
-_LOG_VERSION_FILE: Final = re.compile(r"\d{20}\.(json|checkpoint\b.*\.(parquet|json))$")
 #: Pause before the n-th retry: n times this many seconds.
 CONFLICT_BACKOFF_SECONDS: Final = 1.0
+#: A file of a Delta log that makes a version: a commit or a checkpoint (its parts).
+_LOG_VERSION_FILE: Final = re.compile(r"\d{20}\.(json|checkpoint\b.*\.(parquet|json))$")
 
 EVENTS = "events"
 REJECTS = "rejects"
