@@ -304,14 +304,11 @@ def rows_as_of(
         ...            since=("kafka_timestamp", datetime(2026, 11, 19, tzinfo=UTC))).count()
         1000000
     """
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
-    if not is_delta_table(Path(path)):
-        return None
     try:
-        table = DeltaTable(str(path), version=version)
-        if not _files_hold_the_rows(table):
+        table = delta_rs_table(path, version)
+        if table is None or not _files_hold_the_rows(table):
             return None
         added = table.get_add_actions(flatten=True)
     except DeltaError:
@@ -475,11 +472,11 @@ def is_delta_table(path: Path) -> bool:
         return any(_LOG_VERSION_FILE.match(entry.name) for entry in entries)
 
 
-def delta_rs_table(path: str | Path) -> Any:
-    """The Delta table at ``path`` through delta-rs, or None while there is none: no log
-    folder yet, or one whose first commit is still being written (another process is
-    creating the table, e.g. a stream its first state table). The one way eventlake
-    opens the latest version of a table without Spark.
+def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
+    """The Delta table at ``path`` through delta-rs (its latest version, or ``version``),
+    or None while there is none: no log folder yet, or one whose first commit is still
+    being written (another process is creating the table, e.g. a stream its first state
+    table). The one way eventlake opens a table without Spark.
 
     Example:
         >>> delta_rs_table("/wh/state/new") is None
@@ -491,7 +488,7 @@ def delta_rs_table(path: str | Path) -> Any:
     if not is_delta_table(Path(path)):
         return None
     try:
-        return DeltaTable(str(path))
+        return DeltaTable(str(path), version=version)
     except TableNotFoundError:
         return None
 
