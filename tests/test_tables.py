@@ -12,6 +12,7 @@ from pyspark.sql.types import StructType
 from eventlake.binding import decode_records, to_events, to_rejects
 from eventlake.kafka import InvalidTopicNameError
 from eventlake.settings import Settings
+from eventlake.spark import release
 from eventlake.tables import (
     CHECKPOINT_INTERVAL,
     EVENTS,
@@ -22,6 +23,7 @@ from eventlake.tables import (
     ensure_table,
     ensure_tables,
     is_delta_table,
+    merge_source,
     rows_added_by,
     rows_as_of,
     state_path,
@@ -172,6 +174,19 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
     settings = Settings(warehouse=tmp_path / "absent")
 
     assert warehouse_tables(settings) == []
+
+
+def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> None:
+    source = merge_source(spark.range(1000).repartition(2))
+    rdd_id = source._jdf.queryExecution().analyzed().rdd().id()
+    infos = [i for i in spark.sparkContext._jsc.sc().getRDDStorageInfo() if i.id() == rdd_id]
+    try:
+        assert [(i.numCachedPartitions(), i.memSize(), i.diskSize() > 0) for i in infos] == [
+            (2, 0, True)
+        ]
+        assert source.count() == 1000
+    finally:
+        release(source)
 
 
 def test_rows_added_by_reads_the_rows_of_one_commit_only(
