@@ -34,6 +34,16 @@ UNIQUE_VIEW: Final = "events_unique"
 DUPLICATE_EVENT: Final = "duplicate_event"
 
 
+def identity_hash() -> Column:
+    """A 64-bit hash of an event's identity, ``(source, id)``: equal identities hash
+    equally (two different ones may too, rarely: compare the identities to be sure).
+
+    Example:
+        >>> events.select(identity_hash().alias("h"))
+    """
+    return F.xxhash64(*EVENT_IDENTITY)
+
+
 def _by_identity() -> WindowSpec:
     """A window per ``(source, id)``, its rows shuffled and sorted by a hash of the
     identity first.
@@ -44,7 +54,7 @@ def _by_identity() -> WindowSpec:
     hash changes no group: equal identities hash equally, and ``source`` and ``id``
     still tell apart two that collide.
     """
-    return Window.partitionBy(F.xxhash64(*EVENT_IDENTITY), *EVENT_IDENTITY)
+    return Window.partitionBy(identity_hash(), *EVENT_IDENTITY)
 
 
 def unique_events(events: DataFrame) -> DataFrame:
