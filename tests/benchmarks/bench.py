@@ -247,9 +247,18 @@ def bench_records(count: int, *, mode: str, seed: int, tombstones: float = 0.0) 
             )
 
 
+#: How long the bench's compacted topic keeps every record (a day: longer than any run).
+KEEP_UNCOMPACTED_MS: Final = 24 * 3600 * 1000
+
+
 def fill_topic(settings: Settings, topic: str, records: Iterator[Record], *, compact: bool) -> int:
-    """Create ``topic`` and produce ``records`` to it; returns the bytes of values + headers."""
-    config = {"cleanup.policy": "compact"} if compact else {}
+    """Create ``topic`` and produce ``records`` to it; returns the bytes of values + headers.
+
+    A ``compact`` topic keeps every record for a day (``min.compaction.lag.ms``): the log
+    cleaner removed superseded records within minutes otherwise, and ingest + state read
+    1,077,974 events of a 5M-record topic while the report counted 5M."""
+    config = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(KEEP_UNCOMPACTED_MS)}
+    config = config if compact else {}
     create_topic(settings, topic, partitions=PARTITIONS, config=config)
     producer = make_producer(
         settings,
@@ -661,8 +670,9 @@ def bench_jobs(
             source = topic(data, empty)
             command = job("ingest", "--topic", source, *(["--state"] if state else []))
             result = run_process(command, run_settings, broker_pid)
-            # The keyed topic's tombstones are not events.
-            checked(result, f"ingest of {source}", None if state else expected(empty))
+            # With the state table the job reports the records it read (its tombstones
+            # are no events): every record of the topic.
+            checked(result, f"ingest of {source}", expected(empty))
             return result, Leftovers(warehouses=[run_settings.warehouse])
 
         return run

@@ -163,10 +163,13 @@ def spark_land(spark: SparkSession, settings: Settings, args: argparse.Namespace
 
 
 def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
-    """eventlake ingest into the warehouse of the settings; returns the events written."""
+    """eventlake ingest into the warehouse of the settings; returns the events written
+    (with ``--state``: the records read, its topic's tombstones included)."""
     from eventlake.ingest import IngestRequest, run_ingest
 
     summary = run_ingest(spark, settings, IngestRequest(topics=(args.topic,), state=args.state))
+    if args.state:
+        return summary.records_read
     if summary.rejects:
         print(f"bench_job: {summary.line()}", file=sys.stderr)
     return summary.events
