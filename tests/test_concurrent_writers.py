@@ -32,6 +32,7 @@ from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
+from eventlake.state import record_compaction_risk, recorded_compaction_risk
 from eventlake.tables import ensure_tables, state_path
 from tests.helpers import binary_headers, produce_events, read_table
 
@@ -136,6 +137,55 @@ def _history(spark: SparkSession, path: Path) -> list[str]:
 
     rows = DeltaTable.forPath(spark, str(path)).history().collect()
     return [r["operation"] for r in sorted(rows, key=lambda r: r["version"])]
+
+
+# The gate's UDF has type hints; PySpark warns that they do not name a pandas UDF type.
+@pytest.mark.filterwarnings("ignore:Cannot infer the eval type from type hints")
+def test_a_compaction_risk_recorded_during_a_state_merge_loses_nothing(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    # The compaction check of another run records a risk on the state table (a change of
+    # its properties) while a stream's MERGE runs: the MERGE is made again, not failed.
+    settings = warehouse_settings
+    request = IngestRequest(topics=(topic_name,), state=True)
+    create_topic(settings, topic_name)
+    first = keyed_records(0, 40, range(0, KEYS))
+    second = keyed_records(40, 40, range(0, 2 * KEYS))
+    produce_all(settings, topic_name, first)
+    run_ingest(spark, settings, request)
+    table = state_path(settings, topic_name)
+    produce_all(settings, topic_name, second)
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    outcome: dict[str, Any] = {}
+    output = io.StringIO()
+
+    def ingest() -> None:
+        try:
+            outcome["summary"] = run_ingest(spark, settings, request)
+        except Exception as error:  # reported by the assertion below
+            outcome["error"] = error
+
+    with gated_state_merge(spark, gate), redirect_stdout(output):
+        (gate / "armed").touch()
+        thread = threading.Thread(target=ingest, name="ingest-with-state")
+        thread.start()
+        try:
+            _wait_for(gate / "entered", thread)
+            record_compaction_risk(spark, str(table), {"found_at": "test"})
+        finally:
+            (gate / "open").touch()
+            thread.join(timeout=GATE_TIMEOUT_S)
+
+    assert "error" not in outcome, f"ingest failed: {outcome.get('error')}"
+    assert "retrying" in output.getvalue(), output.getvalue()[-2000:]
+    assert _state(spark, settings, topic_name) == expected_state(first + second)
+    assert recorded_compaction_risk(spark, str(table)) == {"found_at": "test"}
 
 
 # The gate's UDF has type hints; PySpark warns that they do not name a pandas UDF type.

@@ -22,6 +22,7 @@ from eventlake.ledger import (
     CHECKED_DELTA_VERSIONS,
     INGEST,
     Ledger,
+    LedgerConflictError,
     LedgerMovedError,
     check_delta_version,
     ledger_key,
@@ -170,6 +171,23 @@ def test_a_commit_over_marks_another_process_moved_is_refused(
     with pytest.raises(LedgerMovedError, match=ledger_key(INGEST, "t", 0)):
         mine.commit(path, mine.write(path, rows), INGEST, {("t", 0): 10}, note="mine")
     assert mine.marks(path, INGEST, ["t"]) == {("t", 0): 10}
+
+
+def test_a_commit_that_lost_to_a_change_of_the_tables_properties_is_refused_untouched(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    path = str(warehouse_settings.table_path(EVENTS))
+    ledger = Ledger(spark)
+    ledger.marks(path, INGEST, ["t"])
+    pending = ledger.write(path, None)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
+    with pytest.raises(LedgerConflictError, match="metadata"):
+        ledger.commit(path, pending, INGEST, {("t", 0): 10}, note="lost")
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {}
+    # Made again, it commits.
+    ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 10}, note="again")
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}
 
 
 def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings) -> None:

@@ -80,6 +80,12 @@ class LedgerMovedError(RuntimeError):
     of this commit was committed."""
 
 
+class LedgerConflictError(RuntimeError):
+    """Another writer changed the table's metadata (its properties) between this commit's
+    start and its end; nothing of this commit was committed, and no mark moved: making
+    the commit again on the new version is safe."""
+
+
 class LedgerVersionError(RuntimeError):
     """The Delta version in use is not one the ledger's commit path was checked with."""
 
@@ -348,11 +354,24 @@ class Ledger:
                     pending, java_marks, table.version, commit_note(job, note, batch)
                 )
             )
-        except Py4JJavaError as error:
-            name = str(error.java_exception.getClass().getName())
+        except Exception as error:
+            # A Java exception comes as Py4JJavaError, or as delta's own Python class of the
+            # same name once delta.exceptions is imported (it registers the conversion).
+            name = (
+                str(error.java_exception.getClass().getName())
+                if isinstance(error, Py4JJavaError)
+                else type(error).__name__
+            )
+            message = (
+                str(error.java_exception.getMessage())
+                if isinstance(error, Py4JJavaError)
+                else str(error)
+            )
             if name.endswith(("LedgerMovedException", "ConcurrentTransactionException")):
                 self.forget(path)
-                raise LedgerMovedError(str(error.java_exception.getMessage())) from None
+                raise LedgerMovedError(message) from None
+            if name.endswith("MetadataChangedException"):
+                raise LedgerConflictError(message) from None
             raise
         if table.version < 0 or version != table.version + 1:
             # Others committed in between: they did not set these marks (checked), but

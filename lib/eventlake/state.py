@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
-from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
+from eventlake.ledger import STATE, Ledger, LedgerConflictError, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
 from eventlake.settings import Settings
@@ -212,6 +212,32 @@ def apply_state(
         release(latest)
 
 
+def merge_conflicts() -> tuple[type[Exception], ...]:
+    """The commit conflicts after which a state MERGE is run again on the table's new
+    snapshot: Delta committed nothing for it. Another writer
+    committed between its read and its commit: OPTIMIZE rewriting the files it read
+    (ConcurrentDeleteRead/DeleteDelete), new files where it looked (ConcurrentAppend), or
+    a change of the table's properties (MetadataChanged: the compaction check recording
+    a risk beside a running stream).
+
+    Example:
+        >>> retry_conflicts(merge, what="state orders", retryable=merge_conflicts())
+    """
+    from delta.exceptions import (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        MetadataChangedException,
+    )
+
+    return (
+        ConcurrentAppendException,
+        ConcurrentDeleteReadException,
+        ConcurrentDeleteDeleteException,
+        MetadataChangedException,
+    )
+
+
 def _merge_batch(
     spark: SparkSession,
     settings: Settings,
@@ -219,31 +245,18 @@ def _merge_batch(
     topics: list[str],
     keyless: dict[str, int],
 ) -> dict[str, StateChange]:
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-    )
-
     changes: dict[str, StateChange] = {}
     for topic in topics:
         path = ensure_state_table(spark, settings, topic)
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
-            # Another writer may commit between the MERGE's read and its commit: OPTIMIZE
-            # rewriting the files it read (ConcurrentDeleteRead/DeleteDelete), or new
-            # files where it looked (ConcurrentAppend). Delta then commits nothing for
-            # it, so running the same MERGE again on the new snapshot is safe: it applies
-            # the same latest-per-key rows.
+            # Running the same MERGE again on the new snapshot is safe: it applies the
+            # same latest-per-key rows.
             upserted, deleted = retry_conflicts(
                 partial(_merge_latest, spark, path, source, values),
                 what=f"state {topic}: MERGE",
-                retryable=(
-                    ConcurrentAppendException,
-                    ConcurrentDeleteReadException,
-                    ConcurrentDeleteDeleteException,
-                ),
+                retryable=merge_conflicts(),
             )
         changes[topic] = StateChange(
             upserted=upserted, deleted=deleted, skipped_no_key=keyless.get(topic, 0)
@@ -312,11 +325,17 @@ def commit_state_marks(
         12
     """
     path = str(state_path(settings, topic))
-    ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
     extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
     of_topic = {k: v for k, v in ends.items() if k[0] == topic}
-    pending = ledger.write(path, None)
-    return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
+
+    def commit() -> int:
+        ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
+        pending = ledger.write(path, None)
+        return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
+
+    # A commit of no rows that lost to a change of the table's properties (the compaction
+    # check recording a risk) is made again; one whose marks moved is refused still.
+    return retry_conflicts(commit, what=f"state {topic}: marks", retryable=(LedgerConflictError,))
 
 
 class StateConflictError(RuntimeError):
@@ -344,11 +363,6 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
 
 
 def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> ReconcileReport:
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-    )
     from delta.tables import DeltaTable
 
     from eventlake.binding import decode_records
@@ -397,25 +411,14 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
                     .execute()
                 )
 
+            conflicts = merge_conflicts()
             with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
                 try:
                     # The lease keeps state writers out; maintenance may still rewrite
                     # the files (OPTIMIZE): the MERGE then commits nothing, and is run
                     # again on the new snapshot.
-                    retry_conflicts(
-                        merge,
-                        what=f"reconcile {topic}",
-                        retryable=(
-                            ConcurrentAppendException,
-                            ConcurrentDeleteReadException,
-                            ConcurrentDeleteDeleteException,
-                        ),
-                    )
-                except (
-                    ConcurrentAppendException,
-                    ConcurrentDeleteReadException,
-                    ConcurrentDeleteDeleteException,
-                ) as error:
+                    retry_conflicts(merge, what=f"reconcile {topic}", retryable=conflicts)
+                except conflicts as error:
                     raise StateConflictError(
                         f"reconcile {topic}: state/{topic} kept changing under the MERGE "
                         f"({type(error).__name__}); nothing was changed. Run it again once "
