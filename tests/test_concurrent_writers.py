@@ -126,6 +126,40 @@ def gated_state_merge(spark: SparkSession, gate: Path) -> Iterator[None]:
         eventlake.state.merge_source = original
 
 
+def _ingest_through_gate(
+    spark: SparkSession,
+    settings: Settings,
+    request: IngestRequest,
+    gate: Path,
+    during: Callable[[], Any],
+) -> tuple[IngestSummary, Any, str]:
+    """Run ``request`` in a thread with its state MERGE held at the gate, call ``during``
+    while it waits there, then open the gate. Returns the run's summary, what ``during``
+    returned and what the run printed; fails the test when the run failed."""
+    gate.mkdir()
+    outcome: dict[str, Any] = {}
+    output = io.StringIO()
+
+    def ingest() -> None:
+        try:
+            outcome["summary"] = run_ingest(spark, settings, request)
+        except Exception as error:  # reported by the assertion below
+            outcome["error"] = error
+
+    with gated_state_merge(spark, gate), redirect_stdout(output):
+        (gate / "armed").touch()
+        thread = threading.Thread(target=ingest, name="ingest-with-state")
+        thread.start()
+        try:
+            _wait_for(gate / "entered", thread)
+            during_result = during()
+        finally:
+            (gate / "open").touch()
+            thread.join(timeout=GATE_TIMEOUT_S)
+    assert "error" not in outcome, f"ingest failed: {outcome.get('error')}"
+    return outcome["summary"], during_result, output.getvalue()
+
+
 def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, str]:
     rows = spark.read.format("delta").load(str(state_path(settings, topic))).collect()
     assert len({bytes(r["kafka_key"]) for r in rows}) == len(rows), "a key twice in state"
@@ -160,30 +194,14 @@ def test_a_compaction_risk_recorded_during_a_state_merge_loses_nothing(
     table = state_path(settings, topic_name)
     produce_all(settings, topic_name, second)
 
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    outcome: dict[str, Any] = {}
-    output = io.StringIO()
-
-    def ingest() -> None:
-        try:
-            outcome["summary"] = run_ingest(spark, settings, request)
-        except Exception as error:  # reported by the assertion below
-            outcome["error"] = error
-
-    with gated_state_merge(spark, gate), redirect_stdout(output):
-        (gate / "armed").touch()
-        thread = threading.Thread(target=ingest, name="ingest-with-state")
-        thread.start()
-        try:
-            _wait_for(gate / "entered", thread)
-            record_compaction_risk(spark, str(table), {"found_at": "test"})
-        finally:
-            (gate / "open").touch()
-            thread.join(timeout=GATE_TIMEOUT_S)
-
-    assert "error" not in outcome, f"ingest failed: {outcome.get('error')}"
-    assert "retrying" in output.getvalue(), output.getvalue()[-2000:]
+    _, _, output = _ingest_through_gate(
+        spark,
+        settings,
+        request,
+        tmp_path / "gate",
+        lambda: record_compaction_risk(spark, str(table), {"found_at": "test"}),
+    )
+    assert "retrying" in output, output[-2000:]
     assert _state(spark, settings, topic_name) == expected_state(first + second)
     assert recorded_compaction_risk(spark, str(table)) == {"found_at": "test"}
 
@@ -212,36 +230,19 @@ def test_optimize_committing_during_a_state_merge_loses_nothing(
     table = state_path(settings, topic_name)
     produce_all(settings, topic_name, third)
 
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    outcome: dict[str, Any] = {}
-    output = io.StringIO()
-
-    def ingest() -> None:
-        try:
-            outcome["summary"] = run_ingest(spark, settings, request)
-        except Exception as error:  # reported by the assertion below
-            outcome["error"] = error
-
-    with gated_state_merge(spark, gate), redirect_stdout(output):
-        (gate / "armed").touch()
-        thread = threading.Thread(target=ingest, name="ingest-with-state")
-        thread.start()
-        try:
-            _wait_for(gate / "entered", thread)
-            optimized = spark.sql(f"OPTIMIZE delta.`{table}`").collect()[0]["metrics"]
-        finally:
-            (gate / "open").touch()
-            thread.join(timeout=GATE_TIMEOUT_S)
-
-    assert "error" not in outcome, f"ingest failed: {outcome.get('error')}"
-    summary: IngestSummary = outcome["summary"]
+    summary, optimized, output = _ingest_through_gate(
+        spark,
+        settings,
+        request,
+        tmp_path / "gate",
+        lambda: spark.sql(f"OPTIMIZE delta.`{table}`").collect()[0]["metrics"],
+    )
     assert optimized["numFilesRemoved"] >= 2 and optimized["numFilesAdded"] == 1
     operations = _history(spark, table)
     # OPTIMIZE committed between the first run's MERGEs and the gated run's (then its
     # ledger commit, a WRITE of no rows).
     assert operations[-3:] == ["OPTIMIZE", "MERGE", "WRITE"], operations
-    assert "retrying" in output.getvalue(), output.getvalue()[-2000:]
+    assert "retrying" in output, output[-2000:]
     assert _state(spark, settings, topic_name) == expected_state(first + second + third)
     assert summary.records_read == len(third)
     events = read_table(spark, settings, "events")

@@ -214,11 +214,11 @@ def apply_state(
 
 def merge_conflicts() -> tuple[type[Exception], ...]:
     """The commit conflicts after which a state MERGE is run again on the table's new
-    snapshot: Delta committed nothing for it. Another writer
-    committed between its read and its commit: OPTIMIZE rewriting the files it read
-    (ConcurrentDeleteRead/DeleteDelete), new files where it looked (ConcurrentAppend), or
-    a change of the table's properties (MetadataChanged: the compaction check recording
-    a risk beside a running stream).
+    snapshot: Delta committed nothing for it. Another writer committed between its read
+    and its commit: OPTIMIZE rewriting the files it read (ConcurrentDeleteRead/
+    DeleteDelete), new files where it looked (ConcurrentAppend), or a change of the
+    table's properties (MetadataChanged: the compaction check recording a risk beside a
+    running stream).
 
     Example:
         >>> retry_conflicts(merge, what="state orders", retryable=merge_conflicts())
