@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 import eventlake.state
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.ledger import Ledger
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk, recorded_compaction_risk
@@ -247,6 +248,44 @@ def test_optimize_committing_during_a_state_merge_loses_nothing(
     assert summary.records_read == len(third)
     events = read_table(spark, settings, "events")
     assert events.count() == events.select(COORDINATES).distinct().count() == 120
+
+
+def test_a_column_added_to_events_while_a_batch_commits_loses_nothing(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A newer eventlake's ensure_tables adds a column to the events table (a change of its
+    # metadata) after this batch wrote its events files and before it commits them: the
+    # batch commits the same files on the new version, each record once.
+    settings = warehouse_settings
+    create_topic(settings, topic_name)
+    valid, invalid = produce_events(settings, topic_name, 30, invalid_every=7)
+    events_path = str(settings.table_path("events"))
+    write = Ledger.write
+    added: list[str] = []
+
+    def write_then_add_a_column(self: Ledger, path: str, rows: DataFrame | None) -> Any:
+        pending = write(self, path, rows)
+        if path == events_path and not added:
+            spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (`added_later` STRING)")
+            added.append(path)
+        return pending
+
+    monkeypatch.setattr(Ledger, "write", write_then_add_a_column)
+    output = io.StringIO()
+    with redirect_stdout(output):
+        summary = run_ingest(spark, settings, IngestRequest(topics=(topic_name,)))
+
+    assert added, "the column was never added"
+    assert "committing the same files" in output.getvalue(), output.getvalue()[-2000:]
+    assert (summary.events, summary.rejects) == (valid, invalid)
+    events = read_table(spark, settings, "events")
+    assert "added_later" in events.columns
+    assert events.count() == events.select(COORDINATES).distinct().count() == valid
+    assert read_table(spark, settings, "rejects").count() == invalid
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic
@@ -173,21 +174,59 @@ def test_a_commit_over_marks_another_process_moved_is_refused(
     assert mine.marks(path, INGEST, ["t"]) == {("t", 0): 10}
 
 
-def test_a_commit_that_lost_to_a_change_of_the_tables_properties_is_refused_untouched(
+def _one_event(spark: SparkSession, event_id: str) -> DataFrame:
+    """One row of the events table's columns, all null but ``id``."""
+    return spark.range(1).select(
+        *[
+            (F.lit(event_id) if f.name == "id" else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in EVENTS_SCHEMA.fields
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "SET TBLPROPERTIES ('eventlake.test' = '1')",  # the compaction check's risk
+        "ADD COLUMNS (`added_later` STRING)",  # a newer eventlake's ensure_tables
+    ],
+)
+def test_a_commit_that_lost_to_a_change_of_the_tables_metadata_lands_its_files_once(
+    spark: SparkSession, warehouse_settings: Settings, change: str
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    path = str(warehouse_settings.table_path(EVENTS))
+    ledger = Ledger(spark)
+    ledger.marks(path, INGEST, ["t"])
+    pending = ledger.write(path, _one_event(spark, "written-before-the-change"))
+    spark.sql(f"ALTER TABLE delta.`{path}` {change}")
+    ledger.commit(path, pending, INGEST, {("t", 0): 10}, note="after the change")
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}
+    ids = [r["id"] for r in spark.read.format("delta").load(path).collect()]
+    assert ids == ["written-before-the-change"]
+
+
+def test_a_commit_whose_columns_were_retyped_meanwhile_is_refused_untouched(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     ensure_tables(spark, warehouse_settings)
     path = str(warehouse_settings.table_path(EVENTS))
     ledger = Ledger(spark)
     ledger.marks(path, INGEST, ["t"])
-    pending = ledger.write(path, None)
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
-    with pytest.raises(LedgerConflictError, match="metadata"):
+    pending = ledger.write(path, _one_event(spark, "written-as-a-string"))
+    # Another writer replaces the table with one whose `id` is a number: the pending
+    # file's `id` would no longer read as written.
+    (
+        spark.range(0)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("overwriteSchema", "true")
+        .save(path)
+    )
+    with pytest.raises(LedgerConflictError, match="run the job again"):
         ledger.commit(path, pending, INGEST, {("t", 0): 10}, note="lost")
     assert read_marks(Path(path), INGEST, ["t"])[1] == {}
-    # Made again, it commits.
-    ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 10}, note="again")
-    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}
+    assert spark.read.format("delta").load(path).count() == 0
 
 
 def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings) -> None:

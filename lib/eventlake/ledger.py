@@ -70,6 +70,9 @@ CHECKED_DELTA_VERSIONS: Final = frozenset({"4.4.0"})
 LEASE_FOLDER: Final = "_ledger"
 #: How long a lander waits for another holder of a topic's lease by default.
 LEASE_WAIT_SECONDS: Final = 900.0
+#: Attempts of one commit that keeps losing to changes of its table's metadata (each
+#: another process's property or column change during the commit: rare, never a loop).
+METADATA_RETRIES: Final = 5
 
 #: (topic, partition) -> next offset.
 Marks = dict[tuple[str, int], int]
@@ -81,9 +84,9 @@ class LedgerMovedError(RuntimeError):
 
 
 class LedgerConflictError(RuntimeError):
-    """Another writer changed the table's metadata (its properties) between this commit's
-    start and its end; nothing of this commit was committed, and no mark moved: making
-    the commit again on the new version is safe."""
+    """Another writer changed the table's metadata between this commit's start and its
+    end in a way its files cannot follow (a column removed or retyped), or kept changing
+    it; nothing of this commit was committed, and no mark moved."""
 
 
 class LedgerVersionError(RuntimeError):
@@ -324,34 +327,15 @@ class Ledger:
         ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
         return ledger.write(self.spark._jsparkSession, path, None if rows is None else rows._jdf)
 
-    def commit(
-        self,
-        path: str,
-        pending: Any,
-        job: str,
-        marks: Marks,
-        *,
-        note: str,
-        batch: int | None = None,
-        extra: Mapping[str, int] | None = None,
-    ) -> int:
-        """Commit ``pending``'s files with ``job``'s ``marks`` (a mark never moves back)
-        and ``extra`` keys; returns the table version. Raises :class:`LedgerMovedError`
-        when another process set one of these marks since this one read them."""
+    def _commit_once(self, path: str, pending: Any, java_marks: Any, since: int, note: str) -> int:
+        """One attempt of :meth:`commit`: Delta's refusals as the ledger's errors."""
         from py4j.protocol import Py4JJavaError
 
-        table = self._tables.get(path) or _TableLedger(-1)
-        moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
-        keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
-        keys.update(extra or {})
         jvm = self.spark._jvm
-        java_marks = jvm.java.util.HashMap()  # type: ignore[union-attr]
-        for key, value in keys.items():
-            java_marks.put(key, value)
         try:
-            version = int(
+            return int(
                 jvm.io.eventlake.ledger.DeltaLedger.commit(  # type: ignore[union-attr]
-                    pending, java_marks, table.version, commit_note(job, note, batch)
+                    pending, java_marks, since, note
                 )
             )
         except Exception as error:
@@ -373,6 +357,56 @@ class Ledger:
             if name.endswith("MetadataChangedException"):
                 raise LedgerConflictError(message) from None
             raise
+
+    def commit(
+        self,
+        path: str,
+        pending: Any,
+        job: str,
+        marks: Marks,
+        *,
+        note: str,
+        batch: int | None = None,
+        extra: Mapping[str, int] | None = None,
+    ) -> int:
+        """Commit ``pending``'s files with ``job``'s ``marks`` (a mark never moves back)
+        and ``extra`` keys; returns the table version. Raises :class:`LedgerMovedError`
+        when another process set one of these marks since this one read them.
+
+        A commit that lost to a change of the table's metadata (another process set a
+        property, e.g. the compaction check, or added a column) commits the same files on
+        the new version; :class:`LedgerConflictError` when that change removed or retyped
+        a column the files were written with, or kept coming back."""
+        table = self._tables.get(path) or _TableLedger(-1)
+        moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
+        keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
+        keys.update(extra or {})
+        jvm = self.spark._jvm
+        ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
+        java_marks = jvm.java.util.HashMap()  # type: ignore[union-attr]
+        for key, value in keys.items():
+            java_marks.put(key, value)
+        for attempt in range(1, METADATA_RETRIES + 1):
+            try:
+                version = self._commit_once(
+                    path, pending, java_marks, table.version, commit_note(job, note, batch)
+                )
+                break
+            except LedgerConflictError as lost:
+                renewed = ledger.renewed(pending) if attempt < METADATA_RETRIES else None
+                if renewed is None:
+                    raise LedgerConflictError(
+                        f"{path}: its metadata changed while this commit ran and its files "
+                        f"cannot be committed on the new version ({lost}); nothing was "
+                        "committed: run the job again"
+                    ) from None
+                print(
+                    f"ledger: {path}: its metadata changed during the commit (another "
+                    f"process set a property or added a column); committing the same files "
+                    f"on version {renewed.readVersion()}",
+                    flush=True,
+                )
+                pending = renewed
         if table.version < 0 or version != table.version + 1:
             # Others committed in between: they did not set these marks (checked), but
             # may have set others this process knew.

@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.binding import EVENT_COLUMNS, RejectReason
-from eventlake.ledger import STATE, Ledger, LedgerConflictError, Marks, caught_up_key
+from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
 from eventlake.settings import Settings
@@ -328,14 +328,11 @@ def commit_state_marks(
     extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
     of_topic = {k: v for k, v in ends.items() if k[0] == topic}
 
-    def commit() -> int:
-        ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
-        pending = ledger.write(path, None)
-        return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
-
-    # A commit of no rows that lost to a change of the table's properties (the compaction
-    # check recording a risk) is made again; one whose marks moved is refused still.
-    return retry_conflicts(commit, what=f"state {topic}: marks", retryable=(LedgerConflictError,))
+    ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
+    pending = ledger.write(path, None)
+    # A commit that loses to the compaction check recording a risk (a property change) is
+    # made on the new version by the ledger; one whose marks moved is refused.
+    return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
 
 
 class StateConflictError(RuntimeError):

@@ -38,7 +38,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError
-    from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
+    from eventlake.ledger import LeaseTimeoutError, LedgerConflictError, LedgerVersionError
     from eventlake.spark import SETUP_ERRORS
 
     return (
@@ -47,6 +47,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         *SETUP_ERRORS,
         KafkaConnectionError,
         LeaseTimeoutError,
+        LedgerConflictError,
         LedgerVersionError,
     )
 
@@ -135,12 +136,18 @@ def reconcile(
 
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
-    from eventlake.ledger import LeaseTimeoutError, LedgerVersionError
+    from eventlake.ledger import LeaseTimeoutError, LedgerConflictError, LedgerVersionError
     from eventlake.spark import SETUP_ERRORS
     from eventlake.state import StateConflictError, reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*SETUP_ERRORS, LeaseTimeoutError, LedgerVersionError, StateConflictError):
+    with refused(
+        *SETUP_ERRORS,
+        LeaseTimeoutError,
+        LedgerConflictError,
+        LedgerVersionError,
+        StateConflictError,
+    ):
         report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
     typer.echo(report.line())
 

@@ -16,6 +16,8 @@ import org.apache.spark.sql.delta.OptimisticTransaction;
 import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.FileAction;
 import org.apache.spark.sql.delta.actions.SetTransaction;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 
 import scala.Option;
 import scala.Tuple2;
@@ -79,6 +81,28 @@ public final class DeltaLedger {
             ? CollectionConverters.asScala(new ArrayList<FileAction>()).toSeq()
             : txn.writeFiles(rows);
     return new Pending(txn, files);
+  }
+
+  /**
+   * {@code pending}'s files in a new transaction on the table's latest version, for a
+   * commit that lost to a change of the table's metadata (Delta's {@code
+   * MetadataChangedException}: nothing of it was committed). Null when that change took
+   * away or changed the type of a column the files were written with: they would no
+   * longer read as written. Added columns and changed properties keep them right (a
+   * file without a column reads it as null).
+   */
+  public static Pending renewed(Pending pending) {
+    OptimisticTransaction txn = pending.txn.deltaLog().startTransaction();
+    StructType written = pending.txn.metadata().schema();
+    StructType now = txn.metadata().schema();
+    for (StructField field : written.fields()) {
+      scala.Option<Object> index = now.getFieldIndex(field.name());
+      if (index.isEmpty()
+          || !now.fields()[(Integer) index.get()].dataType().equals(field.dataType())) {
+        return null;
+      }
+    }
+    return new Pending(txn, pending.files);
   }
 
   /**
