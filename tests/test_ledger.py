@@ -12,9 +12,10 @@ import threading
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.ingest import IngestRequest, run_ingest
@@ -174,14 +175,22 @@ def test_a_commit_over_marks_another_process_moved_is_refused(
     assert mine.marks(path, INGEST, ["t"]) == {("t", 0): 10}
 
 
-def _one_event(spark: SparkSession, event_id: str) -> DataFrame:
-    """One row of the events table's columns, all null but ``id``."""
-    return spark.range(1).select(
+def _pending_event(
+    spark: SparkSession, settings: Settings, event_id: str
+) -> tuple[Ledger, str, Any]:
+    """A ledger, the events table's path and one written, uncommitted row: all columns
+    null but ``id``."""
+    ensure_tables(spark, settings)
+    path = str(settings.table_path(EVENTS))
+    ledger = Ledger(spark)
+    ledger.marks(path, INGEST, ["t"])
+    row = spark.range(1).select(
         *[
             (F.lit(event_id) if f.name == "id" else F.lit(None)).cast(f.dataType).alias(f.name)
             for f in EVENTS_SCHEMA.fields
         ]
     )
+    return ledger, path, ledger.write(path, row)
 
 
 @pytest.mark.parametrize(
@@ -194,11 +203,7 @@ def _one_event(spark: SparkSession, event_id: str) -> DataFrame:
 def test_a_commit_that_lost_to_a_change_of_the_tables_metadata_lands_its_files_once(
     spark: SparkSession, warehouse_settings: Settings, change: str
 ) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(EVENTS))
-    ledger = Ledger(spark)
-    ledger.marks(path, INGEST, ["t"])
-    pending = ledger.write(path, _one_event(spark, "written-before-the-change"))
+    ledger, path, pending = _pending_event(spark, warehouse_settings, "written-before-the-change")
     spark.sql(f"ALTER TABLE delta.`{path}` {change}")
     ledger.commit(path, pending, INGEST, {("t", 0): 10}, note="after the change")
     assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}
@@ -209,11 +214,7 @@ def test_a_commit_that_lost_to_a_change_of_the_tables_metadata_lands_its_files_o
 def test_a_commit_whose_columns_were_retyped_meanwhile_is_refused_untouched(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(EVENTS))
-    ledger = Ledger(spark)
-    ledger.marks(path, INGEST, ["t"])
-    pending = ledger.write(path, _one_event(spark, "written-as-a-string"))
+    ledger, path, pending = _pending_event(spark, warehouse_settings, "written-as-a-string")
     # Another writer replaces the table with one whose `id` is a number: the pending
     # file's `id` would no longer read as written.
     (

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from pyspark.sql import SparkSession
 from eventlake.checkpoint import CheckpointBusyError
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import create_topic, spark_kafka_options
+from eventlake.ledger import LeaseTimeoutError, Ledger, topic_leases
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
@@ -121,6 +124,33 @@ def test_sigterm_stops_a_republish_stream_with_its_summary_and_the_restart_resum
     )
     assert resumed.records_read == 5
     assert copied.count() == 35
+
+
+def test_a_batch_refused_by_eventlake_ends_the_run_with_that_error_not_sparks_report(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Another process holds the topic's lease for longer than the batch waits: the run
+    # ends with the lease's sentence (which the commands print as one line), where Spark
+    # would hand over a StreamingQueryException carrying the Python traceback as text.
+    settings = warehouse_settings
+    create_topic(settings, topic_name)
+    produce_events(settings, topic_name, 4)
+    leases = Ledger.leases
+
+    def short_wait(
+        self: Ledger, warehouse: Path, topics: Iterable[str], *, job: str, wait_seconds: float = 1
+    ) -> AbstractContextManager[None]:
+        return leases(self, warehouse, topics, job=job, wait_seconds=1.0)
+
+    monkeypatch.setattr(Ledger, "leases", short_wait)
+    holder = topic_leases(settings.warehouse, [topic_name], job="the test's holder")
+    refused = pytest.raises(LeaseTimeoutError, match="is being landed by the test's holder")
+    with holder, refused:
+        run_ingest(spark, settings, IngestRequest(topics=(topic_name,)))
 
 
 def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:

@@ -241,6 +241,9 @@ class _Stopper:
         self.signal_name: str | None = None
         self.batch_running = False
         self.abandoned_batch: int | None = None
+        #: What ended the last batch that failed in Python (e.g. a lease that stayed
+        #: held): Spark hands the run a StreamingQueryException with its traceback as text.
+        self.batch_error: Exception | None = None
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -278,6 +281,9 @@ class _Stopper:
             self.batch_running = True
             try:
                 write_batch(batch, batch_id)
+            except Exception as error:
+                self.batch_error = error
+                raise
             finally:
                 self.batch_running = False
 
@@ -326,6 +332,13 @@ def run_stream(
                     print(_progress_line(spec.job, query.lastProgress, progress), flush=True)
         except StreamingQueryException:
             if stopper.abandoned_batch is None:
+                failure = stopper.batch_error
+                # An error of eventlake's own (its message is a sentence: a lease that
+                # stayed held, a commit refused) reaches the caller as itself, which the
+                # commands print as one line; Spark's and Kafka's keep Spark's report,
+                # which the jobs read for a lost connection.
+                if failure is not None and type(failure).__module__.startswith("eventlake."):
+                    raise failure from None
                 raise
         except KeyboardInterrupt:
             # A SIGINT that reached Python before the handlers were in place.

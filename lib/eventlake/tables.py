@@ -385,9 +385,9 @@ MATERIALIZED_SOURCE_CONFS: Final = {"spark.databricks.delta.merge.materializeSou
 #: that commit is a stream's batch: at 1,000 events/s with a 1 s trigger every tenth
 #: batch took 1.5-4 s against ~0.5 s, and the 1,000/s latency scenario's p95 went from
 #: 2.6 s to 1.6 s with 100 (docs/benchmarks.md). A reader replays at most this many
-#: JSON commits after the last checkpoint. Existing tables keep theirs (see
-#: docs/tables.md to change it): setting it is a metadata commit, which would fail a
-#: running stream's concurrent commit.
+#: JSON commits after the last checkpoint. Existing tables keep theirs (docs/tables.md
+#: says how to change it): setting it here would be a metadata commit at every older
+#: table's next run.
 CHECKPOINT_INTERVAL: Final = 100
 
 
