@@ -382,7 +382,6 @@ class Ledger:
         keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
         keys.update(extra or {})
         jvm = self.spark._jvm
-        ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
         java_marks = jvm.java.util.HashMap()  # type: ignore[union-attr]
         for key, value in keys.items():
             java_marks.put(key, value)
@@ -393,7 +392,11 @@ class Ledger:
                 )
                 break
             except LedgerConflictError as lost:
-                renewed = ledger.renewed(pending) if attempt < METADATA_RETRIES else None
+                renewed = (
+                    jvm.io.eventlake.ledger.DeltaLedger.renewed(pending)  # type: ignore[union-attr]
+                    if attempt < METADATA_RETRIES
+                    else None
+                )
                 if renewed is None:
                     raise LedgerConflictError(
                         f"{path}: its metadata changed while this commit ran and its files "
