@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -211,23 +212,29 @@ def test_a_commit_that_lost_to_a_change_of_the_tables_metadata_lands_its_files_o
     assert ids == ["written-before-the-change"]
 
 
-def test_a_commit_whose_columns_were_retyped_meanwhile_is_refused_untouched(
-    spark: SparkSession, warehouse_settings: Settings
-) -> None:
-    ledger, path, pending = _pending_event(spark, warehouse_settings, "written-as-a-string")
-    # Another writer replaces the table with one whose `id` is a number: the pending
-    # file's `id` would no longer read as written.
-    (
-        spark.range(0)
-        .write.format("delta")
-        .mode("overwrite")
-        .option("overwriteSchema", "true")
-        .save(path)
+def _retype_id(spark: SparkSession, path: str) -> None:
+    # Another writer replaces the table with one whose `id` is a number.
+    spark.range(0).write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+        path
     )
+
+
+def _add_a_check_constraint(spark: SparkSession, path: str) -> None:
+    # The pending file was not checked against it (its one row would pass).
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT id_known CHECK (id IS NOT NULL)")
+
+
+@pytest.mark.parametrize("change", [_retype_id, _add_a_check_constraint])
+def test_a_commit_whose_files_a_metadata_change_could_make_wrong_is_refused_untouched(
+    spark: SparkSession, warehouse_settings: Settings, change: Callable[[SparkSession, str], None]
+) -> None:
+    ledger, path, pending = _pending_event(spark, warehouse_settings, "written-before")
+    change(spark, path)
     with pytest.raises(LedgerConflictError, match="run the job again"):
         ledger.commit(path, pending, INGEST, {("t", 0): 10}, note="lost")
     assert read_marks(Path(path), INGEST, ["t"])[1] == {}
-    assert spark.read.format("delta").load(path).count() == 0
+    ids = [r["id"] for r in spark.read.format("delta").load(path).collect()]
+    assert "written-before" not in ids
 
 
 def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings) -> None:

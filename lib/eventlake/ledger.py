@@ -85,8 +85,9 @@ class LedgerMovedError(RuntimeError):
 
 class LedgerConflictError(RuntimeError):
     """Another writer changed the table's metadata between this commit's start and its
-    end in a way its files cannot follow (a column removed or retyped), or kept changing
-    it; nothing of this commit was committed, and no mark moved."""
+    end in a way that could make its files wrong (a column removed or retyped, a CHECK
+    constraint added), or kept changing it; nothing of this commit was committed, and no
+    mark moved."""
 
 
 class LedgerVersionError(RuntimeError):
@@ -375,8 +376,9 @@ class Ledger:
 
         A commit that lost to a change of the table's metadata (another process set a
         property, e.g. the compaction check, or added a column) commits the same files on
-        the new version; :class:`LedgerConflictError` when that change removed or retyped
-        a column the files were written with, or kept coming back."""
+        the new version; :class:`LedgerConflictError` when that change could make the
+        files wrong (a column removed or changed, a CHECK constraint added: see
+        ``DeltaLedger.renewed``), or kept coming back."""
         table = self._tables.get(path) or _TableLedger(-1)
         moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
         keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}

@@ -15,6 +15,7 @@ import org.apache.spark.sql.delta.DeltaOperations;
 import org.apache.spark.sql.delta.OptimisticTransaction;
 import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.FileAction;
+import org.apache.spark.sql.delta.actions.Metadata;
 import org.apache.spark.sql.delta.actions.SetTransaction;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -86,24 +87,48 @@ public final class DeltaLedger {
   /**
    * {@code pending}'s files in a new transaction on the table's latest version, for a
    * commit that lost to a change of the table's metadata (Delta's {@code
-   * MetadataChangedException}: nothing of it was committed). Null when that change took
-   * away or changed the type of a column the files were written with: they would no
-   * longer read as written. Added columns and changed properties keep them right (a
-   * file without a column reads it as null).
+   * MetadataChangedException}: nothing of it was committed), when that change cannot make
+   * the files wrong: table properties set or unset (CHECK constraints aside), plain
+   * nullable columns added (a file without a column reads it as null). Null otherwise: a
+   * column the files were written with removed or changed (type, nullability, metadata),
+   * an added column that is required or computed, a CHECK constraint added or changed
+   * (the files were not checked against it), other partition columns.
    */
   public static Pending renewed(Pending pending) {
     OptimisticTransaction txn = pending.txn.deltaLog().startTransaction();
-    StructType written = pending.txn.metadata().schema();
-    StructType now = txn.metadata().schema();
+    Metadata before = pending.txn.metadata();
+    Metadata now = txn.metadata();
+    if (!before.partitionColumns().equals(now.partitionColumns())) {
+      return null;
+    }
+    StructType written = before.schema();
+    StructType current = now.schema();
     for (StructField field : written.fields()) {
-      scala.Option<Object> index = now.getFieldIndex(field.name());
-      if (index.isEmpty()
-          || !now.fields()[(Integer) index.get()].dataType().equals(field.dataType())) {
+      Option<Object> index = current.getFieldIndex(field.name());
+      if (index.isEmpty() || !current.fields()[(Integer) index.get()].equals(field)) {
+        return null;
+      }
+    }
+    for (StructField field : current.fields()) {
+      boolean added = written.getFieldIndex(field.name()).isEmpty();
+      if (added && (!field.nullable()
+          || !field.metadata().equals(org.apache.spark.sql.types.Metadata.empty()))) {
+        return null;
+      }
+    }
+    Map<String, String> beforeConfig = CollectionConverters.asJava(before.configuration());
+    Map<String, String> nowConfig = CollectionConverters.asJava(now.configuration());
+    for (Map.Entry<String, String> property : nowConfig.entrySet()) {
+      if (property.getKey().startsWith(CONSTRAINT_PREFIX)
+          && !property.getValue().equals(beforeConfig.get(property.getKey()))) {
         return null;
       }
     }
     return new Pending(txn, pending.files);
   }
+
+  /** Table properties that hold Delta's CHECK constraints. */
+  private static final String CONSTRAINT_PREFIX = "delta.constraints.";
 
   /**
    * Commit {@code pending}'s files with {@code marks} (ledger key to next offset), unless a
