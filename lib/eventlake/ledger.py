@@ -90,6 +90,10 @@ class LedgerConflictError(RuntimeError):
     mark moved."""
 
 
+class _MetadataChanged(RuntimeError):
+    """One commit attempt lost to a change of its table's metadata (Delta's message)."""
+
+
 class LedgerVersionError(RuntimeError):
     """The Delta version in use is not one the ledger's commit path was checked with."""
 
@@ -356,7 +360,7 @@ class Ledger:
                 self.forget(path)
                 raise LedgerMovedError(message) from None
             if name.endswith("MetadataChangedException"):
-                raise LedgerConflictError(message) from None
+                raise _MetadataChanged(message) from None
             raise
 
     def commit(
@@ -378,7 +382,7 @@ class Ledger:
         property, e.g. the compaction check, or added a column) commits the same files on
         the new version; :class:`LedgerConflictError` when that change could make the
         files wrong (a column removed or changed, a CHECK constraint added: see
-        ``DeltaLedger.renewed``), or kept coming back."""
+        ``DeltaLedger.renewed``) or kept coming back."""
         table = self._tables.get(path) or _TableLedger(-1)
         moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
         keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
@@ -393,7 +397,7 @@ class Ledger:
                     path, pending, java_marks, table.version, commit_note(job, note, batch)
                 )
                 break
-            except LedgerConflictError as lost:
+            except _MetadataChanged as lost:
                 renewed = (
                     jvm.io.eventlake.ledger.DeltaLedger.renewed(pending)  # type: ignore[union-attr]
                     if attempt < METADATA_RETRIES
