@@ -54,7 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.checkpoint import holder_record
-from eventlake.tables import delta_rs_table
+from eventlake.tables import delta_rs_table, retry_conflicts
 
 #: Prefix of every ledger key (a Delta txn app id).
 KEY_PREFIX: Final = "eventlake"
@@ -70,9 +70,6 @@ CHECKED_DELTA_VERSIONS: Final = frozenset({"4.4.0"})
 LEASE_FOLDER: Final = "_ledger"
 #: How long a lander waits for another holder of a topic's lease by default.
 LEASE_WAIT_SECONDS: Final = 900.0
-#: Attempts of one commit that keeps losing to changes of its table's metadata (each
-#: another process's property or column change during the commit: rare, never a loop).
-METADATA_RETRIES: Final = 5
 
 #: (topic, partition) -> next offset.
 Marks = dict[tuple[str, int], int]
@@ -380,9 +377,10 @@ class Ledger:
 
         A commit that lost to a change of the table's metadata (another process set a
         property, e.g. the compaction check, or added a column) commits the same files on
-        the new version; :class:`LedgerConflictError` when that change could make the
-        files wrong (a column removed or changed, a CHECK constraint added: see
-        ``DeltaLedger.renewed``) or kept coming back."""
+        the new version (:func:`eventlake.tables.retry_conflicts`); raises
+        :class:`LedgerConflictError` when that change could make the files wrong (a column
+        removed or changed, a CHECK constraint added: see ``DeltaLedger.renewed``) or kept
+        coming back."""
         table = self._tables.get(path) or _TableLedger(-1)
         moved = {(t, p): max(o, table.marks.get((job, t, p), o)) for (t, p), o in marks.items()}
         keys = {ledger_key(job, t, p): o for (t, p), o in moved.items()}
@@ -391,17 +389,16 @@ class Ledger:
         java_marks = jvm.java.util.HashMap()  # type: ignore[union-attr]
         for key, value in keys.items():
             java_marks.put(key, value)
-        for attempt in range(1, METADATA_RETRIES + 1):
+        renewable = [pending]
+
+        def attempt() -> int:
             try:
-                version = self._commit_once(
-                    path, pending, java_marks, table.version, commit_note(job, note, batch)
+                return self._commit_once(
+                    path, renewable[0], java_marks, table.version, commit_note(job, note, batch)
                 )
-                break
             except _MetadataChanged as lost:
-                renewed = (
-                    jvm.io.eventlake.ledger.DeltaLedger.renewed(pending)  # type: ignore[union-attr]
-                    if attempt < METADATA_RETRIES
-                    else None
+                renewed = jvm.io.eventlake.ledger.DeltaLedger.renewed(  # type: ignore[union-attr]
+                    renewable[0]
                 )
                 if renewed is None:
                     raise LedgerConflictError(
@@ -409,13 +406,20 @@ class Ledger:
                         f"cannot be committed on the new version ({lost}); nothing was "
                         "committed: run the job again"
                     ) from None
-                print(
-                    f"ledger: {path}: its metadata changed during the commit (another "
-                    f"process set a property or added a column); committing the same files "
-                    f"on version {renewed.readVersion()}",
-                    flush=True,
-                )
-                pending = renewed
+                renewable[0] = renewed
+                raise
+
+        try:
+            version = retry_conflicts(
+                attempt,
+                what=f"ledger {path}: committing the same files on the table's new version",
+                retryable=(_MetadataChanged,),
+            )
+        except _MetadataChanged as lost:
+            raise LedgerConflictError(
+                f"{path}: its metadata kept changing while this commit ran ({lost}); nothing "
+                "was committed: run the job again"
+            ) from None
         if table.version < 0 or version != table.version + 1:
             # Others committed in between: they did not set these marks (checked), but
             # may have set others this process knew.
