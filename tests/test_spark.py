@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 from eventlake.settings import Settings
 from eventlake.spark import (
     DRIVER_GC,
+    LANDING_YOUNG_GENERATION,
     SMALL_MACHINE_JIT,
     MissingJarsError,
     computed_once,
@@ -34,6 +35,7 @@ from eventlake.spark import (
     driver_on_loopback,
     is_cluster_master,
     local_rows,
+    memory_mib,
     release,
     session_conf,
     spark_conf,
@@ -101,6 +103,47 @@ def test_a_cluster_driver_keeps_the_jvms_own_jit(settings: Settings) -> None:
     )
 
     assert driver_jvm_options(cluster, cores=2) == DRIVER_GC
+
+
+def test_a_landing_on_a_local_master_gets_a_fixed_young_generation(settings: Settings) -> None:
+    unset = settings.model_copy(
+        update={"driver_java_options": None, "spark_master": "local[*]", "driver_memory": "2g"}
+    )
+
+    assert driver_jvm_options(unset, cores=2, landing=True).split()[-1] == LANDING_YOUNG_GENERATION
+    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(unset, cores=2)
+
+
+def test_a_landing_keeps_the_jvms_young_generation_where_it_is_small_or_remote(
+    settings: Settings,
+) -> None:
+    small = settings.model_copy(
+        update={"driver_java_options": None, "spark_master": "local[*]", "driver_memory": "1g"}
+    )
+    cluster = small.model_copy(
+        update={"spark_master": "spark://10.0.0.5:7077", "driver_memory": "4g"}
+    )
+
+    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(small, cores=2, landing=True)
+    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(cluster, cores=2, landing=True)
+
+
+def test_the_landing_choice_reaches_the_drivers_java_options(settings: Settings) -> None:
+    unset = settings.model_copy(
+        update={"driver_java_options": None, "spark_master": "local[2]", "driver_memory": "2g"}
+    )
+
+    options = spark_conf(unset, landing=True)["spark.driver.extraJavaOptions"].split()
+
+    assert LANDING_YOUNG_GENERATION in options
+
+
+@pytest.mark.parametrize(
+    ("text", "mib"),
+    [("2g", 2048), ("1536m", 1536), ("2G", 2048), ("524288k", 512), ("2048", 2048), ("x", None)],
+)
+def test_memory_sizes_read_as_spark_writes_them(text: str, mib: int | None) -> None:
+    assert memory_mib(text) == mib
 
 
 def test_driver_java_options_replace_the_machines_choice(settings: Settings) -> None:

@@ -355,7 +355,11 @@ class Ledger:
             )
             if name.endswith(("LedgerMovedException", "ConcurrentTransactionException")):
                 self.forget(path)
-                raise LedgerMovedError(message) from None
+                raise LedgerMovedError(
+                    f"another process landed the same partitions meanwhile ({message}); "
+                    "nothing of this commit was committed: run the job again, it starts "
+                    "where the tables stand"
+                ) from None
             if name.endswith("MetadataChangedException"):
                 raise _MetadataChanged(message) from None
             raise

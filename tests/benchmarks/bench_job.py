@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def _spark(settings: Settings, app_name: str) -> SparkSession:
+def _spark(settings: Settings, app_name: str, *, landing: bool = False) -> SparkSession:
     from eventlake.spark import build_spark_session
 
-    return build_spark_session(settings, app_name=app_name)
+    return build_spark_session(settings, app_name=app_name, landing=landing)
 
 
 def _consume_all(
@@ -315,7 +315,10 @@ def main(argv: list[str] | None = None) -> None:
             import eventlake.spark  # noqa: F401
 
             import_in_background("eventlake.quality.run")
-        spark = _spark(settings, f"bench-{args.job}")
+        # As `eventlake ingest` sizes its driver's JVM (IngestRequest.lands_only).
+        spark = _spark(
+            settings, f"bench-{args.job}", landing=args.job == "ingest" and not args.state
+        )
         started = time.perf_counter()
         outcome = SPARK_JOBS[args.job](spark, settings, args)
     work_seconds = time.perf_counter() - started

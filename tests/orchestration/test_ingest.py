@@ -17,6 +17,7 @@ from eventlake.orchestration.ingest import (
     plan_reconcile,
 )
 from eventlake.settings import Settings
+from eventlake.spark import LANDING_YOUNG_GENERATION
 
 
 def test_incremental_run_reads_available_now() -> None:
@@ -192,3 +193,19 @@ def test_the_dedup_param_passes_dedup_to_every_topics_job() -> None:
 
     assert all("--dedup" in args for args in ingest_application_args(params))
     assert "--dedup" not in IngestParams(("a",)).application_args("a")
+
+
+def test_only_a_plain_landing_gets_the_landings_young_generation(settings: Settings) -> None:
+    local = settings.model_copy(
+        update={
+            "driver_java_options": None,
+            "spark_master": "local[2]",
+            "driver_memory": "2g",
+            "state_topics": ["customers"],
+        }
+    )
+    plan = plan_ingest({"topics": ["customers", "orders"]}, local)
+    deduplicated = plan_ingest({"topics": ["orders"], "dedup": True}, local)
+
+    options = [s["conf"]["spark.driver.extraJavaOptions"].split() for s in [*plan, *deduplicated]]
+    assert [LANDING_YOUNG_GENERATION in o for o in options] == [False, True, False]

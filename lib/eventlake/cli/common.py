@@ -101,8 +101,12 @@ def run_job(
     app_name: str,
     job: Callable[[SparkSession, Settings, RequestT], ResultT],
     request: RequestT,
+    *,
+    landing: bool = False,
 ) -> ResultT:
-    """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``.
+    """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``;
+    ``landing``: the job lands records and keeps no state (its driver's JVM is sized for
+    that, :func:`eventlake.spark.driver_jvm_options`).
 
     Example:
         >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
@@ -111,7 +115,7 @@ def run_job(
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
     from eventlake.spark import build_spark_session
 
-    spark = build_spark_session(settings, app_name=app_name)
+    spark = build_spark_session(settings, app_name=app_name, landing=landing)
     return job(spark, settings, request)
 
 

@@ -38,7 +38,12 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError
-    from eventlake.ledger import LeaseTimeoutError, LedgerConflictError, LedgerVersionError
+    from eventlake.ledger import (
+        LeaseTimeoutError,
+        LedgerConflictError,
+        LedgerMovedError,
+        LedgerVersionError,
+    )
     from eventlake.spark import SETUP_ERRORS
 
     return (
@@ -48,6 +53,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         KafkaConnectionError,
         LeaseTimeoutError,
         LedgerConflictError,
+        LedgerMovedError,
         LedgerVersionError,
     )
 
@@ -121,7 +127,9 @@ def ingest(
             auto_reconcile=auto_reconcile,
             dedup=dedup or settings.dedup,
         )
-        summary = run_job(settings, "eventlake-ingest", run_ingest, request)
+        summary = run_job(
+            settings, "eventlake-ingest", run_ingest, request, landing=request.lands_only
+        )
     typer.echo(summary.line())
 
 
@@ -136,7 +144,12 @@ def reconcile(
 
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
-    from eventlake.ledger import LeaseTimeoutError, LedgerConflictError, LedgerVersionError
+    from eventlake.ledger import (
+        LeaseTimeoutError,
+        LedgerConflictError,
+        LedgerMovedError,
+        LedgerVersionError,
+    )
     from eventlake.spark import SETUP_ERRORS
     from eventlake.state import StateConflictError, reconcile_state
 
@@ -145,6 +158,7 @@ def reconcile(
         *SETUP_ERRORS,
         LeaseTimeoutError,
         LedgerConflictError,
+        LedgerMovedError,
         LedgerVersionError,
         StateConflictError,
     ):

@@ -65,6 +65,17 @@ class IngestRequest:
         return self.ending_offsets is not None
 
     @property
+    def lands_only(self) -> bool:
+        """Lands records and keeps nothing across them (no state table, no dedup window):
+        the driver's JVM is sized for that (:func:`eventlake.spark.driver_jvm_options`).
+
+        Example:
+            >>> IngestRequest(("a",)).lands_only, IngestRequest(("a",), dedup=True).lands_only
+            (True, False)
+        """
+        return not (self.state or self.dedup)
+
+    @property
     def source_description(self) -> str:
         if self.topic_pattern:
             return f"pattern:{self.topic_pattern}"

@@ -210,10 +210,22 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     """
     checked = IngestParams.from_params(params)
     return [
-        submit_kwargs(settings, args)
+        submit_kwargs(settings, args, landing=lands_only(args))
         for args in ingest_application_args(checked, settings.state_topics)
         if not stream_owner_notice(settings, args[1])
     ]
+
+
+def lands_only(application_args: Sequence[str]) -> bool:
+    """Whether an ingest with these arguments only lands records (no ``--state``, no
+    ``--dedup``): the DAG's side of :attr:`eventlake.ingest.IngestRequest.lands_only`,
+    which sizes the driver's JVM (:func:`eventlake.spark.driver_jvm_options`).
+
+    Example:
+        >>> lands_only(["--topic", "a"]), lands_only(["--topic", "a", "--state"])
+        (True, False)
+    """
+    return not {"--state", "--dedup"} & set(application_args)
 
 
 def stream_owner_notice(settings: Settings, topic: str, task: str = "ingest") -> str | None:

@@ -25,15 +25,16 @@ SPARK_CONN_ID: Final = "spark_default"
 SUBMIT_KEYS: Final = ("application_args", "conf", "jars", "env_vars")
 
 
-def submit_conf(settings: Settings) -> dict[str, str]:
-    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` without
-    ``spark.jars`` (that goes to the operator's ``jars``, i.e. ``--jars``).
+def submit_conf(settings: Settings, *, landing: bool = False) -> dict[str, str]:
+    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` (``landing``:
+    a job that lands records and keeps no state) without ``spark.jars`` (that goes to the
+    operator's ``jars``, i.e. ``--jars``).
 
     Example:
         >>> submit_conf(load_settings())["spark.sql.extensions"]
         'io.delta.sql.DeltaSparkSessionExtension'
     """
-    conf = spark_conf(settings)
+    conf = spark_conf(settings, landing=landing)
     conf.pop("spark.jars", None)
     return conf
 
@@ -67,10 +68,12 @@ def job_env(settings: Settings) -> dict[str, str]:
     }
 
 
-def submit_kwargs(settings: Settings, application_args: Sequence[str]) -> dict[str, Any]:
-    """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``,
-    ``jars`` and ``env_vars``. Raises :class:`eventlake.spark.MissingJarsError` when the
-    jars folder is incomplete.
+def submit_kwargs(
+    settings: Settings, application_args: Sequence[str], *, landing: bool = False
+) -> dict[str, Any]:
+    """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``
+    (:func:`submit_conf`, ``landing`` passed on), ``jars`` and ``env_vars``. Raises
+    :class:`eventlake.spark.MissingJarsError` when the jars folder is incomplete.
 
     Example:
         >>> sorted(submit_kwargs(load_settings(), ["--topic", "a"]))
@@ -78,7 +81,7 @@ def submit_kwargs(settings: Settings, application_args: Sequence[str]) -> dict[s
     """
     return {
         "application_args": list(application_args),
-        "conf": submit_conf(settings),
+        "conf": submit_conf(settings, landing=landing),
         "jars": submit_jars(settings),
         "env_vars": job_env(settings),
     }
