@@ -76,9 +76,9 @@ class Settings(BaseSettings):
     driver_memory: str = Field(default="2g", description="Spark driver memory.")
     driver_java_options: str | None = Field(
         default=None,
-        description="JVM options of the Spark driver (GC, JIT), added to "
+        description="JVM options of the Spark driver (GC, JIT, young generation), added to "
         "spark.driver.extraJavaOptions; a value replaces the choice whole. Unset: chosen "
-        "for the machine (eventlake.spark.driver_jvm_options).",
+        "for the machine and the job (eventlake.spark.driver_jvm_options).",
     )
     class_archive: Path | None = Field(
         default=PROJECT_ROOT / "var" / "jvm" / "spark-driver.jsa",
