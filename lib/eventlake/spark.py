@@ -153,8 +153,8 @@ SMALL_MACHINE_CORES: Final = 4
 #: and the old generation beside it, while a landing's garbage dies young. Ingest of 5M
 #: events on 2 cores, 2 GiB driver: peak RSS 1.42-1.49 GB against 1.78-1.88 GB, for ~5%
 #: more seconds. A cap instead (``-XX:MaxNewSize=480m``) cost no seconds but peaked at
-#: 1.50-1.66 GB. Only for landings: ``ingest --state`` was 8-24% slower with it and no
-#: smaller, the quality check no smaller (docs/benchmarks.md).
+#: 1.50-1.66 GB. Only for landings: ``ingest --state`` was 8-24% slower with it (and
+#: still over 1.5 GB), the quality check no smaller (docs/benchmarks.md).
 LANDING_YOUNG_GENERATION: Final = "-Xmn480m"
 #: Below this driver memory ParallelGC's young generation (at most a third of the heap)
 #: is about :data:`LANDING_YOUNG_GENERATION` or less: nothing to fix.
