@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake import state
+from eventlake import state, tables
 from eventlake.binding import EVENT_COLUMNS
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.ingest import run as ingest_run
@@ -168,6 +168,34 @@ def test_crash_between_events_write_and_state_merge_recovers(
     _ingest(spark, warehouse_settings, topic)
     assert read_table(spark, warehouse_settings, "events").count() == 2
     assert _state(spark, warehouse_settings, topic) == {b"a": "a1", b"b": "b1"}
+
+
+def test_a_merge_that_loses_every_race_stops_with_a_sentence_and_the_rerun_catches_up(
+    spark: SparkSession, warehouse_settings: Settings, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from delta.exceptions import ConcurrentDeleteReadException
+
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    attempts: list[int] = []
+
+    def loses(*args: object, **kwargs: object) -> None:
+        # What Delta raises when OPTIMIZE rewrote the files the MERGE read.
+        attempts.append(1)
+        raise ConcurrentDeleteReadException("This transaction attempted to read files ...")
+
+    monkeypatch.setattr(state, "_merge_latest", loses)
+    with pytest.raises(state.StateConflictError) as refused:
+        _ingest(spark, warehouse_settings, topic)
+    assert len(attempts) == tables.CONFLICT_ATTEMPTS
+    assert str(refused.value).startswith(
+        f"state {topic}: state/{topic} kept changing under the MERGE "
+        "(ConcurrentDeleteReadException, 3 attempts); nothing of it was committed: the events "
+        "landed; run ingest again"
+    )
+    monkeypatch.undo()
+    _ingest(spark, warehouse_settings, topic)
+    assert read_table(spark, warehouse_settings, "events").count() == 1
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
 
 
 def test_replayed_batch_does_not_merge_twice(

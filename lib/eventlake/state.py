@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -38,6 +39,7 @@ from eventlake.observed import observed_values
 from eventlake.settings import Settings
 from eventlake.spark import release, session_conf
 from eventlake.tables import (
+    CONFLICT_ATTEMPTS,
     EVENTS_SCHEMA,
     KAFKA_POSITION_COLUMNS,
     MATERIALIZED_SOURCE_CONFS,
@@ -47,6 +49,8 @@ from eventlake.tables import (
     retry_conflicts,
     state_path,
 )
+
+T = TypeVar("T")
 
 #: Table property of a state table that may have missed tombstones (JSON: when it was
 #: found and the offsets), set by the compaction check and removed by reconcile only.
@@ -212,6 +216,11 @@ def apply_state(
         release(latest)
 
 
+class StateConflictError(RuntimeError):
+    """A state table kept changing under a MERGE (ingest's or reconcile's) through every
+    attempt; nothing of the MERGE was committed, and the message says what to do."""
+
+
 def merge_conflicts() -> tuple[type[Exception], ...]:
     """The commit conflicts after which a state MERGE is run again on the table's new
     snapshot: Delta committed nothing for it. Another writer committed between its read
@@ -238,6 +247,27 @@ def merge_conflicts() -> tuple[type[Exception], ...]:
     )
 
 
+def merge_retried(merge: Callable[[], T], *, what: str, table: str, then: str) -> T:
+    """``merge()`` run again on the table's new snapshot when another writer commits
+    first (:func:`merge_conflicts`, :func:`eventlake.tables.retry_conflicts`); when every
+    attempt loses, a :class:`StateConflictError` that says so in a sentence, ending with
+    ``then`` (what the user does next), instead of Delta's exception.
+
+    Example:
+        >>> merge_retried(merge, what="state orders", table="state/orders",
+        ...               then="run ingest again once maintenance has finished")
+        StateConflictError: state orders: state/orders kept changing under the MERGE ...
+    """
+    conflicts = merge_conflicts()
+    try:
+        return retry_conflicts(merge, what=what, retryable=conflicts)
+    except conflicts as error:
+        raise StateConflictError(
+            f"{what}: {table} kept changing under the MERGE ({type(error).__name__}, "
+            f"{CONFLICT_ATTEMPTS} attempts); nothing of it was committed: {then}"
+        ) from None
+
+
 def _merge_batch(
     spark: SparkSession,
     settings: Settings,
@@ -253,10 +283,13 @@ def _merge_batch(
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
             # Running the same MERGE again on the new snapshot is safe: it applies the
             # same latest-per-key rows.
-            upserted, deleted = retry_conflicts(
+            upserted, deleted = merge_retried(
                 partial(_merge_latest, spark, path, source, values),
-                what=f"state {topic}: MERGE",
-                retryable=merge_conflicts(),
+                what=f"state {topic}",
+                table=f"state/{topic}",
+                then="the events landed; run ingest again once maintenance of the table "
+                "(eventlake maintain) has finished, and the state catches up from where "
+                "it stands.",
             )
         changes[topic] = StateChange(
             upserted=upserted, deleted=deleted, skipped_no_key=keyless.get(topic, 0)
@@ -335,10 +368,6 @@ def commit_state_marks(
     return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
 
 
-class StateConflictError(RuntimeError):
-    """A state table kept changing under a reconcile; the message says what to do."""
-
-
 def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> ReconcileReport:
     """Read the topic from earliest to its current end, compute the latest record per
     key, and make ``state/<topic>`` equal to it: upsert what differs, delete keys that
@@ -408,19 +437,17 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
                     .execute()
                 )
 
-            conflicts = merge_conflicts()
             with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
-                try:
-                    # The lease keeps state writers out; maintenance may still rewrite
-                    # the files (OPTIMIZE): the MERGE then commits nothing, and is run
-                    # again on the new snapshot.
-                    retry_conflicts(merge, what=f"reconcile {topic}", retryable=conflicts)
-                except conflicts as error:
-                    raise StateConflictError(
-                        f"reconcile {topic}: state/{topic} kept changing under the MERGE "
-                        f"({type(error).__name__}); nothing was changed. Run it again once "
-                        "maintenance of the table (eventlake maintain) has finished."
-                    ) from None
+                # The lease keeps state writers out; maintenance may still rewrite the
+                # files (OPTIMIZE): the MERGE then commits nothing, and is run again on
+                # the new snapshot.
+                merge_retried(
+                    merge,
+                    what=f"reconcile {topic}",
+                    table=f"state/{topic}",
+                    then="run it again once maintenance of the table (eventlake maintain) "
+                    "has finished.",
+                )
             metrics = _merge_metrics(spark, path)
             commit_state_marks(
                 ledger, settings, topic, ends, caught_up_ms=read_at_ms, note="reconcile"

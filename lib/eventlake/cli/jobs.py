@@ -29,7 +29,8 @@ from eventlake.cli.common import (
 
 def _streaming_refusals() -> tuple[type[Exception], ...]:
     """What refuses a Kafka streaming job (ingest, republish) besides its own request
-    errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker.
+    errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker,
+    a ledger or state commit that lost to other writers every time.
 
     Example:
         >>> with refused(IngestError, *_streaming_refusals()):
@@ -45,6 +46,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         LedgerVersionError,
     )
     from eventlake.spark import SETUP_ERRORS
+    from eventlake.state import StateConflictError
 
     return (
         CheckpointMismatchError,
@@ -55,6 +57,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         LedgerConflictError,
         LedgerMovedError,
         LedgerVersionError,
+        StateConflictError,
     )
 
 
