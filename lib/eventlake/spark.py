@@ -176,14 +176,27 @@ def memory_mib(text: str) -> int | None:
     return int(int(match[1]) * 1024.0**exponent)
 
 
+def plain_landing(*, state: bool, dedup: bool) -> bool:
+    """Whether an ingest lands records and keeps nothing across them: no state table
+    (``--state``) and no dedup window (``--dedup``). Its driver's JVM is sized for that
+    (:func:`driver_jvm_options`' ``landing``). The one rule for the CLI, the DAG's plan
+    and the bench.
+
+    Example:
+        >>> plain_landing(state=False, dedup=False), plain_landing(state=True, dedup=False)
+        (True, False)
+    """
+    return not (state or dedup)
+
+
 def driver_jvm_options(
     settings: Settings, cores: int | None = None, *, landing: bool = False
 ) -> str:
     """The Spark driver's GC and JIT options: ``settings.driver_java_options`` when set,
     else :data:`DRIVER_GC`, plus :data:`SMALL_MACHINE_JIT` for a local master on at most
     :data:`SMALL_MACHINE_CORES` cores (``cores``: this machine's by default), plus
-    :data:`LANDING_YOUNG_GENERATION` for a ``landing`` (a job that lands records and
-    keeps no state: ingest without ``--state`` or ``--dedup``) on a local master with a
+    :data:`LANDING_YOUNG_GENERATION` for a ``landing`` (:func:`plain_landing`) on a
+    local master with a
     driver memory of :data:`LANDING_YOUNG_GENERATION_FROM_MIB` or more.
 
     Example:

@@ -315,10 +315,11 @@ def main(argv: list[str] | None = None) -> None:
             import eventlake.spark  # noqa: F401
 
             import_in_background("eventlake.quality.run")
-        # As `eventlake ingest` sizes its driver's JVM (IngestRequest.lands_only).
-        spark = _spark(
-            settings, f"bench-{args.job}", landing=args.job == "ingest" and not args.state
-        )
+        from eventlake.spark import plain_landing
+
+        # As `eventlake ingest` sizes its driver's JVM (the bench's ingest never dedups).
+        landing = args.job == "ingest" and plain_landing(state=args.state, dedup=False)
+        spark = _spark(settings, f"bench-{args.job}", landing=landing)
         started = time.perf_counter()
         outcome = SPARK_JOBS[args.job](spark, settings, args)
     work_seconds = time.perf_counter() - started

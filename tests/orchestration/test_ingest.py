@@ -209,3 +209,19 @@ def test_only_a_plain_landing_gets_the_landings_young_generation(settings: Setti
 
     options = [s["conf"]["spark.driver.extraJavaOptions"].split() for s in [*plan, *deduplicated]]
     assert [LANDING_YOUNG_GENERATION in o for o in options] == [False, True, False]
+
+
+def test_a_dedup_switched_on_by_the_settings_is_no_plain_landing(settings: Settings) -> None:
+    # EVENTLAKE_DEDUP turns --dedup on in the job (as in `eventlake ingest`): its driver
+    # holds the batch, so it gets no landing's young generation.
+    local = settings.model_copy(
+        update={
+            "driver_java_options": None,
+            "spark_master": "local[2]",
+            "driver_memory": "2g",
+            "dedup": True,
+        }
+    )
+    (submit,) = plan_ingest({"topics": ["orders"]}, local)
+
+    assert LANDING_YOUNG_GENERATION not in submit["conf"]["spark.driver.extraJavaOptions"]

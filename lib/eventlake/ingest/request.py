@@ -18,6 +18,7 @@ from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_na
 from eventlake.kafka import kafka_source_options
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
+from eventlake.spark import plain_landing
 from eventlake.state import StateChange
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 
@@ -73,7 +74,7 @@ class IngestRequest:
             >>> IngestRequest(("a",)).lands_only, IngestRequest(("a",), dedup=True).lands_only
             (True, False)
         """
-        return not (self.state or self.dedup)
+        return plain_landing(state=self.state, dedup=self.dedup)
 
     @property
     def source_description(self) -> str:

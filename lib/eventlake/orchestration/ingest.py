@@ -29,6 +29,7 @@ from eventlake.orchestration.topics import (
     topic_schema,
 )
 from eventlake.settings import Settings
+from eventlake.spark import plain_landing
 from eventlake.status import streams_reading
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
@@ -210,22 +211,25 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     """
     checked = IngestParams.from_params(params)
     return [
-        submit_kwargs(settings, args, landing=lands_only(args))
+        submit_kwargs(settings, args, landing=lands_only(args, settings))
         for args in ingest_application_args(checked, settings.state_topics)
         if not stream_owner_notice(settings, args[1])
     ]
 
 
-def lands_only(application_args: Sequence[str]) -> bool:
-    """Whether an ingest with these arguments only lands records (no ``--state``, no
-    ``--dedup``): the DAG's side of :attr:`eventlake.ingest.IngestRequest.lands_only`,
-    which sizes the driver's JVM (:func:`eventlake.spark.driver_jvm_options`).
+def lands_only(application_args: Sequence[str], settings: Settings) -> bool:
+    """Whether an ingest with these arguments only lands records
+    (:func:`eventlake.spark.plain_landing`), as the job will see it: ``--dedup`` is also
+    on when ``settings.dedup`` is (``EVENTLAKE_DEDUP``), as in ``eventlake ingest``.
 
     Example:
-        >>> lands_only(["--topic", "a"]), lands_only(["--topic", "a", "--state"])
-        (True, False)
+        >>> lands_only(["--topic", "a"], settings)
+        True
+        >>> lands_only(["--topic", "a", "--state"], settings)
+        False
     """
-    return not {"--state", "--dedup"} & set(application_args)
+    args = set(application_args)
+    return plain_landing(state="--state" in args, dedup="--dedup" in args or settings.dedup)
 
 
 def stream_owner_notice(settings: Settings, topic: str, task: str = "ingest") -> str | None:
