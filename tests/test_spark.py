@@ -29,6 +29,7 @@ from eventlake.spark import (
     DRIVER_GC,
     LANDING_YOUNG_GENERATION,
     SMALL_MACHINE_JIT,
+    DriverWork,
     MissingJarsError,
     computed_once,
     driver_jvm_options,
@@ -110,7 +111,10 @@ def test_a_landing_on_a_local_master_gets_a_fixed_young_generation(settings: Set
         update={"driver_java_options": None, "spark_master": "local[*]", "driver_memory": "2g"}
     )
 
-    assert driver_jvm_options(unset, cores=2, landing=True).split()[-1] == LANDING_YOUNG_GENERATION
+    assert (
+        driver_jvm_options(unset, cores=2, work=DriverWork.LANDING).split()[-1]
+        == LANDING_YOUNG_GENERATION
+    )
     assert LANDING_YOUNG_GENERATION not in driver_jvm_options(unset, cores=2)
 
 
@@ -124,8 +128,12 @@ def test_a_landing_keeps_the_jvms_young_generation_where_it_is_small_or_remote(
         update={"spark_master": "spark://10.0.0.5:7077", "driver_memory": "4g"}
     )
 
-    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(small, cores=2, landing=True)
-    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(cluster, cores=2, landing=True)
+    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(
+        small, cores=2, work=DriverWork.LANDING
+    )
+    assert LANDING_YOUNG_GENERATION not in driver_jvm_options(
+        cluster, cores=2, work=DriverWork.LANDING
+    )
 
 
 def test_the_landing_choice_reaches_the_drivers_java_options(settings: Settings) -> None:
@@ -133,7 +141,7 @@ def test_the_landing_choice_reaches_the_drivers_java_options(settings: Settings)
         update={"driver_java_options": None, "spark_master": "local[2]", "driver_memory": "2g"}
     )
 
-    options = spark_conf(unset, landing=True)["spark.driver.extraJavaOptions"].split()
+    options = spark_conf(unset, work=DriverWork.LANDING)["spark.driver.extraJavaOptions"].split()
 
     assert LANDING_YOUNG_GENERATION in options
 
@@ -353,3 +361,11 @@ def test_local_rows_of_nothing_has_the_schema_and_no_rows(spark: SparkSession) -
     frame = local_rows(spark, [], schema)
 
     assert (frame.schema, frame.count()) == (schema, 0)
+
+
+def test_the_quality_check_runs_with_its_own_driver_memory(settings: Settings) -> None:
+    sized = settings.model_copy(update={"driver_memory": "2g", "quality_driver_memory": "768m"})
+
+    assert spark_conf(sized, work=DriverWork.CHECKING)["spark.driver.memory"] == "768m"
+    assert spark_conf(sized)["spark.driver.memory"] == "2g"
+    assert spark_conf(sized, work=DriverWork.LANDING)["spark.driver.memory"] == "2g"

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
@@ -176,33 +177,61 @@ def memory_mib(text: str) -> int | None:
     return int(int(match[1]) * 1024.0**exponent)
 
 
-def plain_landing(*, state: bool, dedup: bool) -> bool:
-    """Whether an ingest lands records and keeps nothing across them: no state table
-    (``--state``) and no dedup window (``--dedup``). Its driver's JVM is sized for that
-    (:func:`driver_jvm_options`' ``landing``). The one rule for the CLI, the DAG's plan
-    and the bench.
+class DriverWork(StrEnum):
+    """What a job's driver does, which sizes its JVM (:func:`driver_jvm_options`,
+    :func:`driver_memory`)."""
+
+    #: Anything not below: the settings' memory, the GC's own young generation.
+    GENERAL = "general"
+    #: Lands records and keeps nothing across them (ingest without ``--state`` and
+    #: ``--dedup``): a fixed young generation on a local master.
+    LANDING = "landing"
+    #: The quality check: aggregates over a table, with ``settings.quality_driver_memory``.
+    CHECKING = "checking"
+
+
+def ingest_driver_work(*, state: bool, dedup: bool) -> DriverWork:
+    """The :class:`DriverWork` of an ingest: a landing unless it keeps a state table
+    (``--state``) or a dedup window (``--dedup``). The one rule for the CLI, the DAG's
+    plan and the bench.
 
     Example:
-        >>> plain_landing(state=False, dedup=False), plain_landing(state=True, dedup=False)
-        (True, False)
+        >>> ingest_driver_work(state=False, dedup=False)
+        <DriverWork.LANDING: 'landing'>
+        >>> ingest_driver_work(state=True, dedup=False)
+        <DriverWork.GENERAL: 'general'>
     """
-    return not (state or dedup)
+    return DriverWork.GENERAL if state or dedup else DriverWork.LANDING
+
+
+def driver_memory(settings: Settings, work: DriverWork = DriverWork.GENERAL) -> str:
+    """The driver memory of a job (``spark.driver.memory``): the quality check's own
+    setting for :attr:`DriverWork.CHECKING`, ``settings.driver_memory`` otherwise.
+
+    Example:
+        >>> driver_memory(load_settings()), driver_memory(load_settings(), DriverWork.CHECKING)
+        ('2g', '768m')
+    """
+    if work is DriverWork.CHECKING:
+        return settings.quality_driver_memory
+    return settings.driver_memory
 
 
 def driver_jvm_options(
-    settings: Settings, cores: int | None = None, *, landing: bool = False
+    settings: Settings, cores: int | None = None, *, work: DriverWork = DriverWork.GENERAL
 ) -> str:
     """The Spark driver's GC and JIT options: ``settings.driver_java_options`` when set,
     else :data:`DRIVER_GC`, plus :data:`SMALL_MACHINE_JIT` for a local master on at most
     :data:`SMALL_MACHINE_CORES` cores (``cores``: this machine's by default), plus
-    :data:`LANDING_YOUNG_GENERATION` for a ``landing`` (:func:`plain_landing`) on a
-    local master with a
+    :data:`LANDING_YOUNG_GENERATION` for :attr:`DriverWork.LANDING` on a local master
+    with a
     driver memory of :data:`LANDING_YOUNG_GENERATION_FROM_MIB` or more.
 
     Example:
         >>> driver_jvm_options(load_settings(spark_master="local[*]"), cores=2)
         '-XX:+UseParallelGC -XX:MaxInlineLevel=5 -XX:InlineSmallCode=500'
-        >>> driver_jvm_options(load_settings(spark_master="local[*]"), cores=16, landing=True)
+        >>> local = load_settings(spark_master="local[*]")
+        >>> driver_jvm_options(local, cores=16, work=DriverWork.LANDING)
         '-XX:+UseParallelGC -Xmn480m'
         >>> driver_jvm_options(load_settings(spark_master="spark://10.0.0.5:7077"), cores=2)
         '-XX:+UseParallelGC'
@@ -214,20 +243,22 @@ def driver_jvm_options(
     options = [DRIVER_GC]
     if local and machine <= SMALL_MACHINE_CORES:
         options.append(SMALL_MACHINE_JIT)
-    driver_mib = memory_mib(settings.driver_memory) or 0
-    if landing and local and driver_mib >= LANDING_YOUNG_GENERATION_FROM_MIB:
+    driver_mib = memory_mib(driver_memory(settings, work)) or 0
+    if work is DriverWork.LANDING and local and driver_mib >= LANDING_YOUNG_GENERATION_FROM_MIB:
         options.append(LANDING_YOUNG_GENERATION)
     return " ".join(options)
 
 
-def spark_conf(settings: Settings, *, ui: bool = False, landing: bool = False) -> dict[str, str]:
+def spark_conf(
+    settings: Settings, *, ui: bool = False, work: DriverWork = DriverWork.GENERAL
+) -> dict[str, str]:
     """The Spark configuration eventlake runs with, also used to build spark-submit calls.
 
     Keyed off ``settings.spark_master``: a cluster master adds :func:`cluster_conf`; a
     master on the loopback keeps the driver's ports there. The driver serves the Spark UI
     when ``ui`` is true (on Spark's default port) or ``settings.spark_ui_port`` is set (on
-    that port). ``landing``: the job lands records and keeps no state, which sizes its
-    driver's young generation (:func:`driver_jvm_options`).
+    that port). ``work``: what the driver does, which sizes its memory and JVM
+    (:func:`driver_memory`, :func:`driver_jvm_options`).
 
     Example:
         >>> spark_conf(load_settings(spark_master="local[2]"))["spark.driver.host"]
@@ -241,7 +272,7 @@ def spark_conf(settings: Settings, *, ui: bool = False, landing: bool = False) -
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.extensions": ",".join(SQL_EXTENSIONS),
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.driver.memory": settings.driver_memory,
+        "spark.driver.memory": driver_memory(settings, work),
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         # Delta rebuilds its snapshot with 50 tasks by default: far too many for 2 cores.
         "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
@@ -262,7 +293,7 @@ def spark_conf(settings: Settings, *, ui: bool = False, landing: bool = False) -
             for option in (
                 f"-Dderby.system.home={settings.warehouse / '_derby'}",
                 f"-Dlog4j2.configurationFile={settings.log_config}",
-                driver_jvm_options(settings, landing=landing),
+                driver_jvm_options(settings, work=work),
                 archive_java_option(settings.class_archive, jars) or dump_java_option(),
             )
             if option
@@ -281,10 +312,14 @@ def spark_conf(settings: Settings, *, ui: bool = False, landing: bool = False) -
 
 
 def build_spark_session(
-    settings: Settings, *, app_name: str = "eventlake", ui: bool = False, landing: bool = False
+    settings: Settings,
+    *,
+    app_name: str = "eventlake",
+    ui: bool = False,
+    work: DriverWork = DriverWork.GENERAL,
 ) -> SparkSession:
     """A SparkSession with Delta Lake and Spark's Kafka connector, configured from settings
-    (:func:`spark_conf`; ``landing`` for a job that lands records and keeps no state).
+    (:func:`spark_conf`; ``work``: what the driver does, :class:`DriverWork`).
 
     When a session already runs in this process (a test session, a spark-submit driver),
     it is returned as-is: Spark allows one per JVM.
@@ -304,7 +339,7 @@ def build_spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # The secret reaches the driver's JVM through py4j: no command line, and the UI
     # redacts it (spark.redaction.regex).
-    conf = {**spark_conf(settings, ui=ui, landing=landing), **driver_secret_conf(settings)}
+    conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:

@@ -35,11 +35,13 @@ from eventlake.settings import Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from eventlake.spark import DriverWork
 
-def _spark(settings: Settings, app_name: str, *, landing: bool = False) -> SparkSession:
-    from eventlake.spark import build_spark_session
 
-    return build_spark_session(settings, app_name=app_name, landing=landing)
+def _spark(settings: Settings, app_name: str, *, work: DriverWork | None = None) -> SparkSession:
+    from eventlake.spark import DriverWork, build_spark_session
+
+    return build_spark_session(settings, app_name=app_name, work=work or DriverWork.GENERAL)
 
 
 def _consume_all(
@@ -315,11 +317,15 @@ def main(argv: list[str] | None = None) -> None:
             import eventlake.spark  # noqa: F401
 
             import_in_background("eventlake.quality.run")
-        from eventlake.spark import plain_landing
+        from eventlake.spark import DriverWork, ingest_driver_work
 
-        # As `eventlake ingest` sizes its driver's JVM (the bench's ingest never dedups).
-        landing = args.job == "ingest" and plain_landing(state=args.state, dedup=False)
-        spark = _spark(settings, f"bench-{args.job}", landing=landing)
+        # As `eventlake ingest` and `eventlake check` size their drivers (the bench's
+        # ingest never dedups).
+        work = {
+            "ingest": ingest_driver_work(state=args.state, dedup=False),
+            "quality": DriverWork.CHECKING,
+        }.get(args.job, DriverWork.GENERAL)
+        spark = _spark(settings, f"bench-{args.job}", work=work)
         started = time.perf_counter()
         outcome = SPARK_JOBS[args.job](spark, settings, args)
     work_seconds = time.perf_counter() - started

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eventlake.orchestration import OrchestrationError
-from eventlake.orchestration.quality import QualityParams, quality_params
+from eventlake.orchestration.quality import QualityParams, plan_quality, quality_params
+from eventlake.settings import Settings
 
 
 def test_quality_params_map_to_check_arguments() -> None:
@@ -27,3 +28,11 @@ def test_params_form_lists_full_topic_and_dry_run() -> None:
     params = quality_params()
     assert list(params) == ["full", "topic", "dry_run"]
     assert params["topic"].schema["type"] == ["null", "string"]
+
+
+def test_the_quality_job_is_submitted_with_the_quality_checks_driver_memory(
+    settings: Settings,
+) -> None:
+    sized = settings.model_copy(update={"driver_memory": "2g", "quality_driver_memory": "640m"})
+
+    assert plan_quality({}, sized)["conf"]["spark.driver.memory"] == "640m"

@@ -22,6 +22,8 @@ from eventlake.settings import Settings, load_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from eventlake.spark import DriverWork
+
 RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
 
@@ -102,20 +104,20 @@ def run_job(
     job: Callable[[SparkSession, Settings, RequestT], ResultT],
     request: RequestT,
     *,
-    landing: bool = False,
+    work: DriverWork | None = None,
 ) -> ResultT:
     """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``;
-    ``landing``: the job lands records and keeps no state (its driver's JVM is sized for
-    that, :func:`eventlake.spark.driver_jvm_options`).
+    ``work``: what the driver does (:class:`eventlake.spark.DriverWork`; general by
+    default), which sizes its memory and JVM.
 
     Example:
         >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
         'reconcile customers: read=12 keys=5 inserted=5 updated=0 deleted=0'
     """
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
-    from eventlake.spark import build_spark_session
+    from eventlake.spark import DriverWork, build_spark_session
 
-    spark = build_spark_session(settings, app_name=app_name, landing=landing)
+    spark = build_spark_session(settings, app_name=app_name, work=work or DriverWork.GENERAL)
     return job(spark, settings, request)
 
 

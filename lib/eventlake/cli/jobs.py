@@ -131,7 +131,7 @@ def ingest(
             dedup=dedup or settings.dedup,
         )
         summary = run_job(
-            settings, "eventlake-ingest", run_ingest, request, landing=request.lands_only
+            settings, "eventlake-ingest", run_ingest, request, work=request.driver_work
         )
     typer.echo(summary.line())
 
@@ -380,14 +380,14 @@ def check(
     """
     # pyspark first, on this thread: the import below must not race it for pyspark's modules.
     from eventlake.quality import CheckRequest, QualityError
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.spark import SETUP_ERRORS, DriverWork, build_spark_session
 
     settings = job_settings(warehouse=warehouse)
     with refused(QualityError, *SETUP_ERRORS):
         request = CheckRequest(table=table, full=full, topic=topic)
         # Great Expectations' import (~2.5 s) runs while the Spark session starts.
         import_in_background("eventlake.quality.run")
-        spark = build_spark_session(settings, app_name="eventlake-check")
+        spark = build_spark_session(settings, app_name="eventlake-check", work=DriverWork.CHECKING)
         from eventlake.quality import run_checks
 
         report = run_checks(spark, settings, request)

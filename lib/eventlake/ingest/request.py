@@ -18,7 +18,7 @@ from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_na
 from eventlake.kafka import kafka_source_options
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
-from eventlake.spark import plain_landing
+from eventlake.spark import DriverWork, ingest_driver_work
 from eventlake.state import StateChange
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 
@@ -66,15 +66,15 @@ class IngestRequest:
         return self.ending_offsets is not None
 
     @property
-    def lands_only(self) -> bool:
-        """Lands records and keeps nothing across them (no state table, no dedup window):
-        the driver's JVM is sized for that (:func:`eventlake.spark.driver_jvm_options`).
+    def driver_work(self) -> DriverWork:
+        """What this ingest's driver does (:func:`eventlake.spark.ingest_driver_work`): a
+        landing unless it keeps a state table or a dedup window.
 
         Example:
-            >>> IngestRequest(("a",)).lands_only, IngestRequest(("a",), dedup=True).lands_only
-            (True, False)
+            >>> IngestRequest(("a",)).driver_work, IngestRequest(("a",), dedup=True).driver_work
+            (<DriverWork.LANDING: 'landing'>, <DriverWork.GENERAL: 'general'>)
         """
-        return plain_landing(state=self.state, dedup=self.dedup)
+        return ingest_driver_work(state=self.state, dedup=self.dedup)
 
     @property
     def source_description(self) -> str:

@@ -29,7 +29,7 @@ from eventlake.orchestration.topics import (
     topic_schema,
 )
 from eventlake.settings import Settings
-from eventlake.spark import plain_landing
+from eventlake.spark import DriverWork, ingest_driver_work
 from eventlake.status import streams_reading
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
@@ -211,25 +211,25 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     """
     checked = IngestParams.from_params(params)
     return [
-        submit_kwargs(settings, args, landing=lands_only(args, settings))
+        submit_kwargs(settings, args, work=driver_work(args, settings))
         for args in ingest_application_args(checked, settings.state_topics)
         if not stream_owner_notice(settings, args[1])
     ]
 
 
-def lands_only(application_args: Sequence[str], settings: Settings) -> bool:
-    """Whether an ingest with these arguments only lands records
-    (:func:`eventlake.spark.plain_landing`), as the job will see it: ``--dedup`` is also
-    on when ``settings.dedup`` is (``EVENTLAKE_DEDUP``), as in ``eventlake ingest``.
+def driver_work(application_args: Sequence[str], settings: Settings) -> DriverWork:
+    """What the driver of an ingest with these arguments does
+    (:func:`eventlake.spark.ingest_driver_work`), as the job will see it: ``--dedup`` is
+    also on when ``settings.dedup`` is (``EVENTLAKE_DEDUP``), as in ``eventlake ingest``.
 
     Example:
-        >>> lands_only(["--topic", "a"], settings)
-        True
-        >>> lands_only(["--topic", "a", "--state"], settings)
-        False
+        >>> driver_work(["--topic", "a"], settings)
+        <DriverWork.LANDING: 'landing'>
+        >>> driver_work(["--topic", "a", "--state"], settings)
+        <DriverWork.GENERAL: 'general'>
     """
     args = set(application_args)
-    return plain_landing(state="--state" in args, dedup="--dedup" in args or settings.dedup)
+    return ingest_driver_work(state="--state" in args, dedup="--dedup" in args or settings.dedup)
 
 
 def stream_owner_notice(settings: Settings, topic: str, task: str = "ingest") -> str | None:

@@ -18,6 +18,7 @@ from eventlake.orchestration.options import cli_args, dag_params, option, read_p
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
 from eventlake.settings import Settings
+from eventlake.spark import DriverWork
 from eventlake.tables import EVENTS
 
 
@@ -83,7 +84,9 @@ def plan_quality(params: Mapping[str, Any], settings: Settings) -> dict[str, Any
         >>> plan_quality({"full": True}, settings)["application_args"]
         ['--table', 'events', '--full']
     """
-    return submit_kwargs(settings, QualityParams.from_params(params).application_args())
+    return submit_kwargs(
+        settings, QualityParams.from_params(params).application_args(), work=DriverWork.CHECKING
+    )
 
 
 def quality_params() -> dict[str, Param]:

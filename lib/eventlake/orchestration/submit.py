@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from eventlake.settings import Settings
-from eventlake.spark import spark_conf, spark_jars
+from eventlake.spark import DriverWork, spark_conf, spark_jars
 
 #: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
 SPARK_CONN_ID: Final = "spark_default"
@@ -25,16 +25,16 @@ SPARK_CONN_ID: Final = "spark_default"
 SUBMIT_KEYS: Final = ("application_args", "conf", "jars", "env_vars")
 
 
-def submit_conf(settings: Settings, *, landing: bool = False) -> dict[str, str]:
-    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` (``landing``:
-    a job that lands records and keeps no state) without ``spark.jars`` (that goes to the
-    operator's ``jars``, i.e. ``--jars``).
+def submit_conf(settings: Settings, *, work: DriverWork = DriverWork.GENERAL) -> dict[str, str]:
+    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` (``work``:
+    what the job's driver does) without ``spark.jars`` (that goes to the operator's
+    ``jars``, i.e. ``--jars``).
 
     Example:
         >>> submit_conf(load_settings())["spark.sql.extensions"]
         'io.delta.sql.DeltaSparkSessionExtension'
     """
-    conf = spark_conf(settings, landing=landing)
+    conf = spark_conf(settings, work=work)
     conf.pop("spark.jars", None)
     return conf
 
@@ -69,10 +69,13 @@ def job_env(settings: Settings) -> dict[str, str]:
 
 
 def submit_kwargs(
-    settings: Settings, application_args: Sequence[str], *, landing: bool = False
+    settings: Settings,
+    application_args: Sequence[str],
+    *,
+    work: DriverWork = DriverWork.GENERAL,
 ) -> dict[str, Any]:
     """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``
-    (:func:`submit_conf`, ``landing`` passed on), ``jars`` and ``env_vars``. Raises
+    (:func:`submit_conf`, ``work`` passed on), ``jars`` and ``env_vars``. Raises
     :class:`eventlake.spark.MissingJarsError` when the jars folder is incomplete.
 
     Example:
@@ -81,7 +84,7 @@ def submit_kwargs(
     """
     return {
         "application_args": list(application_args),
-        "conf": submit_conf(settings, landing=landing),
+        "conf": submit_conf(settings, work=work),
         "jars": submit_jars(settings),
         "env_vars": job_env(settings),
     }
