@@ -77,8 +77,8 @@ class Settings(BaseSettings):
     quality_driver_memory: str = Field(
         default="768m",
         description="Spark driver memory of the quality check (eventlake check, the "
-        "quality DAG): its checks aggregate over the table, and 768m ran them over 5M "
-        "events in the seconds 2g did, its process peaking at 1.3 GB instead of 1.9-2.1 GB.",
+        "quality DAG): its checks aggregate over the table; over 5M events 768m peaked at "
+        "1.3-1.4 GB against 1.7-2.1 GB with 2g, ~4% slower (docs/benchmarks.md).",
     )
     driver_java_options: str | None = Field(
         default=None,
