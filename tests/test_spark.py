@@ -28,12 +28,14 @@ from eventlake.settings import Settings
 from eventlake.spark import (
     DRIVER_GC,
     LANDING_YOUNG_GENERATION,
+    NIO_BUFFER_CACHE,
     SMALL_MACHINE_JIT,
     DriverWork,
     MissingJarsError,
     computed_once,
     driver_jvm_options,
     driver_on_loopback,
+    ingest_driver_work,
     is_cluster_master,
     local_rows,
     memory_mib,
@@ -89,13 +91,15 @@ def test_driver_java_options_are_added_to_the_drivers_jvm_options(settings: Sett
 def test_a_local_master_on_a_small_machine_gets_the_shallow_jit(settings: Settings) -> None:
     unset = settings.model_copy(update={"driver_java_options": None, "spark_master": "local[*]"})
 
-    assert driver_jvm_options(unset, cores=2) == f"{DRIVER_GC} {SMALL_MACHINE_JIT}"
+    assert (
+        driver_jvm_options(unset, cores=2) == f"{DRIVER_GC} {NIO_BUFFER_CACHE} {SMALL_MACHINE_JIT}"
+    )
 
 
 def test_a_larger_machine_keeps_the_jvms_own_jit(settings: Settings) -> None:
     unset = settings.model_copy(update={"driver_java_options": None, "spark_master": "local[*]"})
 
-    assert driver_jvm_options(unset, cores=16) == DRIVER_GC
+    assert driver_jvm_options(unset, cores=16) == f"{DRIVER_GC} {NIO_BUFFER_CACHE}"
 
 
 def test_a_cluster_driver_keeps_the_jvms_own_jit(settings: Settings) -> None:
@@ -103,7 +107,7 @@ def test_a_cluster_driver_keeps_the_jvms_own_jit(settings: Settings) -> None:
         update={"driver_java_options": None, "spark_master": "spark://10.0.0.5:7077"}
     )
 
-    assert driver_jvm_options(cluster, cores=2) == DRIVER_GC
+    assert driver_jvm_options(cluster, cores=2) == f"{DRIVER_GC} {NIO_BUFFER_CACHE}"
 
 
 def test_a_landing_on_a_local_master_gets_a_fixed_young_generation(settings: Settings) -> None:
@@ -163,7 +167,7 @@ def test_driver_java_options_replace_the_machines_choice(settings: Settings) -> 
 def test_the_default_driver_java_options_start_this_jvm() -> None:
     # The tests give their job processes other options, so a flag this JDK refuses
     # would otherwise first show in make demo or a user's job.
-    default = f"{DRIVER_GC} {SMALL_MACHINE_JIT}"
+    default = f"{DRIVER_GC} {NIO_BUFFER_CACHE} {SMALL_MACHINE_JIT} {LANDING_YOUNG_GENERATION}"
     java = shutil.which(
         "java", path=os.pathsep.join([f"{os.environ.get('JAVA_HOME', '')}/bin", os.environ["PATH"]])
     )
@@ -183,6 +187,7 @@ def test_the_default_driver_java_options_start_this_jvm() -> None:
     }
     assert final["UseParallelGC"] == "true"
     assert final["MaxInlineLevel"] == "5"
+    assert final["MaxNewSize"] == str(480 * 2**20)
 
 
 def test_jobs_run_without_a_ui_unless_a_ui_port_is_set(settings: Settings) -> None:
@@ -369,3 +374,12 @@ def test_the_quality_check_runs_with_its_own_driver_memory(settings: Settings) -
     assert spark_conf(sized, work=DriverWork.CHECKING)["spark.driver.memory"] == "768m"
     assert spark_conf(sized)["spark.driver.memory"] == "2g"
     assert spark_conf(sized, work=DriverWork.LANDING)["spark.driver.memory"] == "2g"
+
+
+def test_an_ingest_keeping_state_runs_with_the_state_driver_memory(settings: Settings) -> None:
+    sized = settings.model_copy(update={"driver_memory": "2g", "state_driver_memory": "700m"})
+    keeping = ingest_driver_work(state=True, dedup=False)
+
+    assert spark_conf(sized, work=keeping)["spark.driver.memory"] == "700m"
+    # --dedup holds its batch: the general driver, even with --state.
+    assert ingest_driver_work(state=True, dedup=True) is DriverWork.GENERAL
