@@ -376,10 +376,7 @@ def test_the_quality_check_runs_with_its_own_driver_memory(settings: Settings) -
     assert spark_conf(sized, work=DriverWork.LANDING)["spark.driver.memory"] == "2g"
 
 
-def test_an_ingest_keeping_state_runs_with_the_state_driver_memory(settings: Settings) -> None:
-    sized = settings.model_copy(update={"driver_memory": "2g", "state_driver_memory": "700m"})
-    keeping = ingest_driver_work(state=True, dedup=False)
-
-    assert spark_conf(sized, work=keeping)["spark.driver.memory"] == "700m"
-    # --dedup holds its batch: the general driver, even with --state.
-    assert ingest_driver_work(state=True, dedup=True) is DriverWork.GENERAL
+def test_only_an_ingest_that_keeps_nothing_is_a_landing() -> None:
+    assert ingest_driver_work(state=False, dedup=False) is DriverWork.LANDING
+    assert ingest_driver_work(state=True, dedup=False) is DriverWork.GENERAL
+    assert ingest_driver_work(state=False, dedup=True) is DriverWork.GENERAL

@@ -80,12 +80,6 @@ class Settings(BaseSettings):
         "quality DAG): its checks aggregate over the table; over 5M events 768m peaked at "
         "1.3-1.4 GB against 1.7-2.1 GB with 2g, ~4% slower (docs/benchmarks.md).",
     )
-    state_driver_memory: str = Field(
-        default="768m",
-        description="Spark driver memory of an ingest that keeps state tables (--state, "
-        "without --dedup): over the bench's 5M keyed topic 768m peaked at 1.3-1.4 GB "
-        "against 1.9-2.0 GB with 2g, ~7% slower (docs/benchmarks.md).",
-    )
     driver_java_options: str | None = Field(
         default=None,
         description="JVM options of the Spark driver (GC, JIT, young generation), added to "

@@ -144,8 +144,8 @@ def cluster_conf(settings: Settings) -> dict[str, str]:
 DRIVER_GC: Final = "-XX:+UseParallelGC"
 #: The JDK keeps, per thread, the temporary direct buffer of its largest socket read
 #: into a heap buffer (the Kafka consumer's fetches: megabytes each) for good; above
-#: 1 MiB it now frees it after the read. ``ingest --state`` of the 5M keyed topic with
-#: 768m: peak 1.37-1.40 GB against 1.45-1.53 GB, in the same seconds.
+#: 1 MiB it now frees it after the read. ``ingest --state`` of a 5M keyed topic with a
+#: 768m driver: peak 1.37-1.40 GB against 1.45-1.53 GB, in the same seconds.
 NIO_BUFFER_CACHE: Final = "-Djdk.nio.maxCachedBufferSize=1048576"
 #: Shallower inlining: less work for the C2 compiler thread, which on a small machine
 #: competes with the tasks in the driver's own JVM (a local master). Measured on 2
@@ -193,31 +193,26 @@ class DriverWork(StrEnum):
     LANDING = "landing"
     #: The quality check: aggregates over a table, with ``settings.quality_driver_memory``.
     CHECKING = "checking"
-    #: Ingest with ``--state`` (and no ``--dedup``): lands and MERGEs the batch's winners,
-    #: with ``settings.state_driver_memory``.
-    KEEPING_STATE = "keeping_state"
 
 
 def ingest_driver_work(*, state: bool, dedup: bool) -> DriverWork:
     """The :class:`DriverWork` of an ingest: a landing unless it keeps a state table
-    (``--state``) or a dedup window (``--dedup``, which holds the batch: the general
-    driver). The one rule for the CLI, the DAG's plan and the bench.
+    (``--state``) or a dedup window (``--dedup``). The one rule for the CLI, the DAG's
+    plan and the bench. (A 768m driver for ``--state`` was measured and not kept: 5M
+    records in one batch took 117-130 s against 92-102 s, docs/benchmarks.md.)
 
     Example:
         >>> ingest_driver_work(state=False, dedup=False)
         <DriverWork.LANDING: 'landing'>
         >>> ingest_driver_work(state=True, dedup=False)
-        <DriverWork.KEEPING_STATE: 'keeping_state'>
+        <DriverWork.GENERAL: 'general'>
     """
-    if dedup:
-        return DriverWork.GENERAL
-    return DriverWork.KEEPING_STATE if state else DriverWork.LANDING
+    return DriverWork.GENERAL if state or dedup else DriverWork.LANDING
 
 
 def driver_memory(settings: Settings, work: DriverWork = DriverWork.GENERAL) -> str:
-    """The driver memory of a job (``spark.driver.memory``): the quality check's and
-    ``ingest --state``'s own settings for :attr:`DriverWork.CHECKING` and
-    :attr:`DriverWork.KEEPING_STATE`, ``settings.driver_memory`` otherwise.
+    """The driver memory of a job (``spark.driver.memory``): the quality check's own
+    setting for :attr:`DriverWork.CHECKING`, ``settings.driver_memory`` otherwise.
 
     Example:
         >>> driver_memory(load_settings()), driver_memory(load_settings(), DriverWork.CHECKING)
@@ -225,8 +220,6 @@ def driver_memory(settings: Settings, work: DriverWork = DriverWork.GENERAL) -> 
     """
     if work is DriverWork.CHECKING:
         return settings.quality_driver_memory
-    if work is DriverWork.KEEPING_STATE:
-        return settings.state_driver_memory
     return settings.driver_memory
 
 

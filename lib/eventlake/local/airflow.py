@@ -135,7 +135,6 @@ def airflow_environment(
             "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
             "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
             "EVENTLAKE_QUALITY_DRIVER_MEMORY": settings.quality_driver_memory,
-            "EVENTLAKE_STATE_DRIVER_MEMORY": settings.state_driver_memory,
             "EVENTLAKE_SHUFFLE_PARTITIONS": str(settings.shuffle_partitions),
             "EVENTLAKE_SPARK_MASTER": settings.spark_master,
             "EVENTLAKE_EXECUTOR_MEMORY": settings.executor_memory,
