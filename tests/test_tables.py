@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -179,11 +180,22 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
 def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> None:
     source = merge_source(spark.range(1000).repartition(2))
     rdd_id = source._jdf.queryExecution().analyzed().rdd().id()
-    infos = [i for i in spark.sparkContext._jsc.sc().getRDDStorageInfo() if i.id() == rdd_id]
-    try:
-        assert [(i.numCachedPartitions(), i.memSize(), i.diskSize() > 0) for i in infos] == [
-            (2, 0, True)
+
+    def held() -> list[tuple[int, int, bool]]:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        return [
+            (i.numCachedPartitions(), i.memSize(), i.diskSize() > 0)
+            for i in infos
+            if i.id() == rdd_id
         ]
+
+    try:
+        # Spark's status store learns of stored blocks from its listener bus, after the
+        # job returns: wait for it (a second block seen late failed a CI run).
+        deadline = time.monotonic() + 10
+        while held() != [(2, 0, True)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert held() == [(2, 0, True)]
         assert source.count() == 1000
     finally:
         release(source)
