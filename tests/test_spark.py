@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -309,19 +310,28 @@ def test_session_conf_unsets_what_was_unset_also_when_the_block_fails(
     assert spark.conf.get(key, None) is None
 
 
-def _held_blocks(spark: SparkSession, held: DataFrame) -> int:
-    """Blocks Spark holds for the checkpointed frame ``held`` (other tests' blocks aside)."""
+def _held_blocks(spark: SparkSession, held: DataFrame, expected: int) -> int:
+    """Blocks Spark holds for the checkpointed frame ``held`` (other tests' blocks aside),
+    once they are ``expected`` or 10 s have passed: Spark's status store hears of stored
+    and removed blocks from its listener bus, after the job or the removal returns."""
     rdd_id = held._jdf.queryExecution().analyzed().rdd().id()
-    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
-    return sum(info.numCachedPartitions() for info in infos if info.id() == rdd_id)
+
+    def count() -> int:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        return sum(info.numCachedPartitions() for info in infos if info.id() == rdd_id)
+
+    deadline = time.monotonic() + 10
+    while count() != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return count()
 
 
 def test_computed_once_holds_the_rows_and_release_frees_them(spark: SparkSession) -> None:
     held = computed_once(spark.range(1000).repartition(3))
-    assert _held_blocks(spark, held) == 3
+    assert _held_blocks(spark, held, 3) == 3
     assert held.count() == 1000
     release(held)
-    assert _held_blocks(spark, held) == 0
+    assert _held_blocks(spark, held, 0) == 0
 
 
 def test_release_frees_the_rows_under_a_frame_derived_from_a_held_one(
@@ -329,7 +339,7 @@ def test_release_frees_the_rows_under_a_frame_derived_from_a_held_one(
 ) -> None:
     held = computed_once(spark.range(1000).repartition(3))
     release(held.where("id > 10"))
-    assert _held_blocks(spark, held) == 0
+    assert _held_blocks(spark, held, 0) == 0
 
 
 def test_local_rows_builds_nested_rows_without_a_python_worker(spark: SparkSession) -> None:
