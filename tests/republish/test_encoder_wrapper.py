@@ -66,6 +66,19 @@ def test_encode_as_adds_the_mapped_key_only_when_asked(spark: SparkSession) -> N
     assert (bytes(row[MAPPED_KEY]), bytes(row.encoded_value)) == (b"p-1", b"[1]")
 
 
+def test_a_kept_record_reads_the_attributes_its_key_and_hop_name(spark: SparkSession) -> None:
+    # Keep mode hands the encoder only the attributes named: these must still arrive.
+    decoded = decode_records(spark.createDataFrame([EVENT], KAFKA_SOURCE_SCHEMA))
+    hop = Hop(attribute_headers=(("source", "x-source"),))
+    row = encode_as(decoded, "keep", key_attribute="id", hop=hop).first()
+    assert row is not None
+    assert bytes(row[MAPPED_KEY]) == b"e-1"
+    assert (row.encoded_headers[-1].key, bytes(row.encoded_headers[-1].value)) == (
+        "x-source",
+        b"/s",
+    )
+
+
 def test_encode_as_refuses_an_unknown_mode(spark: SparkSession) -> None:
     decoded = decode_records(spark.createDataFrame([], KAFKA_SOURCE_SCHEMA))
     with pytest.raises(ValueError, match="content mode"):

@@ -89,6 +89,8 @@ _EVENT_COLUMNS: Final = (
     "content_mode",
     "reject_reason",
 )
+#: The types of those columns that are not strings (every attribute but time is one).
+_NON_STRING_TYPES: Final = {"data": "binary", "data_is_json": "boolean"}
 #: The decoded columns that place a record, for the trail.
 _PLACE_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 
@@ -157,11 +159,11 @@ def cloudevents_to_kafka(
     hop = hop or Hop()
     if hop.trail_header is not None and not hop.target:
         raise ValueError("a hop with a routing trail needs its target topic")
-    # A record kept in its mode keeps its value as read: the encoder never reads the data
-    # then, so the struct does not copy it (~1 KB per record).
-    unread = ("data",) if mode == KEEP_MODE else ()
+    unread = _unread_when_kept(key_attribute, hop) if mode == KEEP_MODE else set()
     fields = [
-        F.lit(None).cast("binary").alias(name) if name in unread else F.col(name)
+        F.lit(None).cast(_NON_STRING_TYPES.get(name, "string")).alias(name)
+        if name in unread
+        else F.col(name)
         for name in _EVENT_COLUMNS
     ]
     if hop.trail_header is not None:
@@ -177,6 +179,25 @@ def cloudevents_to_kafka(
         F.lit(key_attribute).cast("string"),
         F.lit(None if hop.is_empty() else hop.to_json()).cast("string"),
     )
+
+
+def _unread_when_kept(key_attribute: str | None, hop: Hop) -> set[str]:
+    """The decoded columns the encoder does not read for a record kept in its mode: it
+    is written with its value as read, so neither the data (~1 KB a record, copied into
+    the encoder's input otherwise) nor the attributes that neither the Key Mapper nor the
+    hop names (each turned into a Java string otherwise).
+
+    Example:
+        >>> sorted(_unread_when_kept("subject", Hop()))[:3]
+        ['data', 'data_is_json', 'datacontenttype']
+    """
+    named = {
+        key_attribute,
+        *(attribute for attribute, _ in hop.attribute_headers),
+        *(extension for _, extension in hop.header_attributes),
+    }
+    attributes = {name for name in CONTEXT_ATTRIBUTES if name not in named}
+    return {"data", "data_is_json"} | (attributes & set(_EVENT_COLUMNS))
 
 
 def encode_as(
