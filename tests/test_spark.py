@@ -25,18 +25,17 @@ from pyspark.sql.types import (
     VariantType,
 )
 
+from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings
 from eventlake.spark import (
     DRIVER_GC,
     LANDING_YOUNG_GENERATION,
     NIO_BUFFER_CACHE,
     SMALL_MACHINE_JIT,
-    DriverWork,
     MissingJarsError,
     computed_once,
     driver_jvm_options,
     driver_on_loopback,
-    ingest_driver_work,
     is_cluster_master,
     local_rows,
     memory_mib,
@@ -384,9 +383,3 @@ def test_the_quality_check_runs_with_its_own_driver_memory(settings: Settings) -
     assert spark_conf(sized, work=DriverWork.CHECKING)["spark.driver.memory"] == "768m"
     assert spark_conf(sized)["spark.driver.memory"] == "2g"
     assert spark_conf(sized, work=DriverWork.LANDING)["spark.driver.memory"] == "2g"
-
-
-def test_only_an_ingest_that_keeps_nothing_is_a_landing() -> None:
-    assert ingest_driver_work(state=False, dedup=False) is DriverWork.LANDING
-    assert ingest_driver_work(state=True, dedup=False) is DriverWork.GENERAL
-    assert ingest_driver_work(state=False, dedup=True) is DriverWork.GENERAL

@@ -16,7 +16,6 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructType
 
 from eventlake.class_archive import archive_java_option, dump_java_option
+from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings
 from eventlake.spark_auth import SparkAuthError, auth_conf, driver_secret_conf
 
@@ -180,34 +180,6 @@ def memory_mib(text: str) -> int | None:
         return None
     exponent = {"k": -1, "": 0, "m": 0, "g": 1, "t": 2}[match[2]]
     return int(int(match[1]) * 1024.0**exponent)
-
-
-class DriverWork(StrEnum):
-    """What a job's driver does, which sizes its JVM (:func:`driver_jvm_options`,
-    :func:`driver_memory`)."""
-
-    #: Anything not below: the settings' memory, the GC's own young generation.
-    GENERAL = "general"
-    #: Lands records and keeps nothing across them (ingest without ``--state`` and
-    #: ``--dedup``): a fixed young generation on a local master.
-    LANDING = "landing"
-    #: The quality check: aggregates over a table, with ``settings.quality_driver_memory``.
-    CHECKING = "checking"
-
-
-def ingest_driver_work(*, state: bool, dedup: bool) -> DriverWork:
-    """The :class:`DriverWork` of an ingest: a landing unless it keeps a state table
-    (``--state``) or a dedup window (``--dedup``). The one rule for the CLI, the DAG's
-    plan and the bench. (A 768m driver for ``--state`` was measured and not kept: 5M
-    records in one batch took 117-130 s against 92-102 s, docs/benchmarks.md.)
-
-    Example:
-        >>> ingest_driver_work(state=False, dedup=False)
-        <DriverWork.LANDING: 'landing'>
-        >>> ingest_driver_work(state=True, dedup=False)
-        <DriverWork.GENERAL: 'general'>
-    """
-    return DriverWork.GENERAL if state or dedup else DriverWork.LANDING
 
 
 def driver_memory(settings: Settings, work: DriverWork = DriverWork.GENERAL) -> str:

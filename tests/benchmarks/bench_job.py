@@ -30,18 +30,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from eventlake.cli.common import import_in_background
+from eventlake.driver_work import DriverWork, ingest_driver_work
 from eventlake.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from eventlake.spark import DriverWork
 
+def _spark(
+    settings: Settings, app_name: str, *, work: DriverWork = DriverWork.GENERAL
+) -> SparkSession:
+    from eventlake.spark import build_spark_session
 
-def _spark(settings: Settings, app_name: str, *, work: DriverWork | None = None) -> SparkSession:
-    from eventlake.spark import DriverWork, build_spark_session
-
-    return build_spark_session(settings, app_name=app_name, work=work or DriverWork.GENERAL)
+    return build_spark_session(settings, app_name=app_name, work=work)
 
 
 def _consume_all(
@@ -317,8 +318,6 @@ def main(argv: list[str] | None = None) -> None:
             import eventlake.spark  # noqa: F401
 
             import_in_background("eventlake.quality.run")
-        from eventlake.spark import DriverWork, ingest_driver_work
-
         # As `eventlake ingest` and `eventlake check` size their drivers (the bench's
         # ingest never dedups).
         work = {

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
+from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from eventlake.spark import DriverWork
 
 RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
@@ -104,20 +103,20 @@ def run_job(
     job: Callable[[SparkSession, Settings, RequestT], ResultT],
     request: RequestT,
     *,
-    work: DriverWork | None = None,
+    work: DriverWork = DriverWork.GENERAL,
 ) -> ResultT:
     """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``;
-    ``work``: what the driver does (:class:`eventlake.spark.DriverWork`; general by
-    default), which sizes its memory and JVM.
+    ``work``: what the driver does (:class:`eventlake.driver_work.DriverWork`), which
+    sizes its memory and JVM.
 
     Example:
         >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
         'reconcile customers: read=12 keys=5 inserted=5 updated=0 deleted=0'
     """
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
-    from eventlake.spark import DriverWork, build_spark_session
+    from eventlake.spark import build_spark_session
 
-    spark = build_spark_session(settings, app_name=app_name, work=work or DriverWork.GENERAL)
+    spark = build_spark_session(settings, app_name=app_name, work=work)
     return job(spark, settings, request)
 
 

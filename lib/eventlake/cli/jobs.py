@@ -379,8 +379,9 @@ def check(
     Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
     """
     # pyspark first, on this thread: the import below must not race it for pyspark's modules.
+    from eventlake.driver_work import DriverWork
     from eventlake.quality import CheckRequest, QualityError
-    from eventlake.spark import SETUP_ERRORS, DriverWork, build_spark_session
+    from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     settings = job_settings(warehouse=warehouse)
     with refused(QualityError, *SETUP_ERRORS):

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
+from eventlake.driver_work import DriverWork, ingest_driver_work
 from eventlake.kafka import kafka_source_options
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
-from eventlake.spark import DriverWork, ingest_driver_work
 from eventlake.state import StateChange
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 

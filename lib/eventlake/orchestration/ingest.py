@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from airflow.sdk import Param
 
+from eventlake.driver_work import DriverWork, ingest_driver_work
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
@@ -29,7 +30,6 @@ from eventlake.orchestration.topics import (
     topic_schema,
 )
 from eventlake.settings import Settings
-from eventlake.spark import DriverWork, ingest_driver_work
 from eventlake.status import streams_reading
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.

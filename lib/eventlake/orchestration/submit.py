@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings
-from eventlake.spark import DriverWork, spark_conf, spark_jars
+from eventlake.spark import spark_conf, spark_jars
 
 #: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
 SPARK_CONN_ID: Final = "spark_default"
