@@ -158,7 +158,9 @@ public final class KafkaEncoder {
       out.addHeader(KafkaBinding.CONTENT_TYPE, STRUCTURED_CONTENT_TYPE);
       otherHeaders(out, headerKeys, headerValues, headerCount);
     } else {
-      // Already in the wanted mode, or not an event: the same bytes.
+      // Already in the wanted mode, or not an event: the same bytes. In keep mode the
+      // Python wrapper passes no data and only the attributes the key and the hop name
+      // (eventlake.republish.encode._unread_when_kept): read no other field here.
       out.value = value;
       for (int i = 0; i < headerCount; i++) {
         out.addHeader(headerKeys[i], headerValues[i]);
