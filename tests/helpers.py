@@ -5,7 +5,8 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -147,3 +148,28 @@ def http_server(routes: dict[str, Response]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+#: What Spark's status store says it holds of one RDD: (cached partitions, bytes in
+#: memory, bytes on disk) per storage entry.
+Storage = list[tuple[int, int, int]]
+
+
+def held_storage(
+    spark: SparkSession, frame: DataFrame, settled: Callable[[Storage], bool]
+) -> Storage:
+    """The storage Spark reports for the rows under ``frame`` (other tests' aside), once
+    ``settled`` holds or 10 s have passed: the status store hears of stored and removed
+    blocks from its listener bus, after the job or the removal returns."""
+    rdd_id = frame._jdf.queryExecution().analyzed().rdd().id()
+
+    def storage() -> Storage:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()  # type: ignore[union-attr]
+        return [
+            (i.numCachedPartitions(), i.memSize(), i.diskSize()) for i in infos if i.id() == rdd_id
+        ]
+
+    deadline = time.monotonic() + 10
+    while not settled(storage()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return storage()

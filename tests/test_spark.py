@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from eventlake.spark import (
     spark_conf,
     spark_jars,
 )
+from tests.helpers import Storage, held_storage
 
 
 def test_delta_create_merge_and_time_travel(spark: SparkSession, tmp_path: Path) -> None:
@@ -310,19 +310,13 @@ def test_session_conf_unsets_what_was_unset_also_when_the_block_fails(
 
 
 def _held_blocks(spark: SparkSession, held: DataFrame, expected: int) -> int:
-    """Blocks Spark holds for the checkpointed frame ``held`` (other tests' blocks aside),
-    once they are ``expected`` or 10 s have passed: Spark's status store hears of stored
-    and removed blocks from its listener bus, after the job or the removal returns."""
-    rdd_id = held._jdf.queryExecution().analyzed().rdd().id()
+    """Blocks Spark holds for the checkpointed frame ``held``, once they are ``expected``
+    (or 10 s have passed, :func:`tests.helpers.held_storage`)."""
 
-    def count() -> int:
-        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
-        return sum(info.numCachedPartitions() for info in infos if info.id() == rdd_id)
+    def blocks(storage: Storage) -> int:
+        return sum(partitions for partitions, _, _ in storage)
 
-    deadline = time.monotonic() + 10
-    while count() != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return count()
+    return blocks(held_storage(spark, held, lambda storage: blocks(storage) == expected))
 
 
 def test_computed_once_holds_the_rows_and_release_frees_them(spark: SparkSession) -> None:

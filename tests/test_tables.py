@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from eventlake.tables import (
     state_table_topics,
     warehouse_tables,
 )
+from tests.helpers import Storage, held_storage
 
 
 def test_the_events_schema_is_what_the_decoder_returns(spark: SparkSession) -> None:
@@ -179,23 +179,15 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
 
 def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> None:
     source = merge_source(spark.range(1000).repartition(2))
-    rdd_id = source._jdf.queryExecution().analyzed().rdd().id()
 
-    def held() -> list[tuple[int, int, bool]]:
-        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
-        return [
-            (i.numCachedPartitions(), i.memSize(), i.diskSize() > 0)
-            for i in infos
-            if i.id() == rdd_id
-        ]
+    def shape(storage: Storage) -> list[tuple[int, int, bool]]:
+        return [(partitions, memory, disk > 0) for partitions, memory, disk in storage]
 
     try:
-        # Spark's status store learns of stored blocks from its listener bus, after the
-        # job returns: wait for it (a second block seen late failed a CI run).
-        deadline = time.monotonic() + 10
-        while held() != [(2, 0, True)] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert held() == [(2, 0, True)]
+        # Spark's status store learns of stored blocks after the job returns (a second
+        # block seen late failed a CI run): held_storage waits for it.
+        held = held_storage(spark, source, lambda storage: shape(storage) == [(2, 0, True)])
+        assert shape(held) == [(2, 0, True)]
         assert source.count() == 1000
     finally:
         release(source)

@@ -14,8 +14,8 @@ from enum import StrEnum
 
 
 class DriverWork(StrEnum):
-    """What a job's driver does, which sizes its JVM (:func:`driver_jvm_options`,
-    :func:`driver_memory`)."""
+    """What a job's driver does, which sizes its JVM
+    (:func:`eventlake.spark.driver_jvm_options`, :func:`eventlake.spark.driver_memory`)."""
 
     #: Anything not below: the settings' memory, the GC's own young generation.
     GENERAL = "general"
