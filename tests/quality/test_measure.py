@@ -14,10 +14,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from great_expectations.expectations.core.expect_column_max_to_be_between import (
+    ExpectColumnMaxToBeBetween,
+)
+from great_expectations.expectations.row_conditions import Column as GxColumn
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from eventlake.quality.config import CheckName, TopicRules
-from eventlake.quality.gx import Validator, judge, results_by_plan_index
+from eventlake.quality.gx import PLAN_INDEX, Validator, judge, results_by_plan_index
 from eventlake.quality.measure import CheckCounts, measure_slice
 from eventlake.quality.plan import (
     LATEST_TIME_PARAMETER,
@@ -151,3 +155,40 @@ def test_a_metric_the_counts_cannot_give_is_an_error_naming_it(spark: SparkSessi
     with pytest.raises(QualityError, match=r"column_values\.nonnull\.unexpected_count"):
         judge(not_null, CheckCounts(rows=3), {}, "b")
     assert judge(row_count.expectation, CheckCounts(rows=3), {}, "b").success
+
+
+def test_a_largest_value_judged_by_gx_equals_gx_scanning_the_rows(
+    spark: SparkSession, settings: Settings, tmp_path: Any
+) -> None:
+    # The rejects rate's shape: one row per topic, an expectation per topic on its row.
+    rates = {"calm": 0.05, "noisy": 0.4}
+
+    def expectations() -> list[ExpectColumnMaxToBeBetween]:
+        return [
+            ExpectColumnMaxToBeBetween(
+                column="rejects_rate",
+                max_value=0.1,
+                row_condition=GxColumn("kafka_topic") == topic,
+                meta={PLAN_INDEX: index},
+            )
+            for index, topic in enumerate(rates)
+        ]
+
+    frame = spark.createDataFrame(list(rates.items()), "kafka_topic string, rejects_rate double")
+    lake = settings.model_copy(update={"warehouse": tmp_path})
+    validator = Validator.create(lake, run_id="m", run_time=RUN_TIME)
+
+    scanned = validator.validate("scanned", validator.stats_batch, expectations(), frame, {})
+    counted = validator.record(
+        "counted",
+        validator.stats_batch,
+        expectations(),
+        [CheckCounts(rows=1, maximum=rate) for rate in rates.values()],
+        {},
+    )
+
+    by_scan, by_count = results_by_plan_index(scanned), results_by_plan_index(counted)
+    assert [(r.success, r.result) for r in by_count.values()] == [
+        (by_scan[i].success, by_scan[i].result) for i in by_count
+    ]
+    assert [by_count[i].success for i in range(2)] == [True, False]

@@ -66,6 +66,8 @@ PLAN_INDEX: Final = "eventlake_plan_index"
 RESULT_FORMAT: Final = {"result_format": "BASIC", "partial_unexpected_count": 0}
 #: GX's metric that counts a column's nulls (a map expectation's "missing" rows).
 NULLS_METRIC: Final = "column_values.nonnull.unexpected_count"
+#: GX's metric of a column's largest value (the rejects rate's expectation).
+MAX_METRIC: Final = "column.max"
 
 
 def gx_context(settings: Settings) -> EphemeralDataContext:
@@ -267,6 +269,8 @@ def _metric_value(name: str, counts: CheckCounts, expectation_type: str) -> Any:
         return counts.nulls
     if name.endswith(".unexpected_count") and counts.unexpected is not None:
         return counts.unexpected
+    if name == MAX_METRIC and counts.maximum is not None:
+        return counts.maximum
     if name.endswith(".unexpected_values") and counts.unexpected is not None:
         return []  # BASIC results with partial_unexpected_count 0 list none
     raise QualityError(

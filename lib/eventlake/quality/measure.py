@@ -31,11 +31,13 @@ if TYPE_CHECKING:  # gx imports this module, and plan imports gx
 @dataclass(frozen=True)
 class CheckCounts:
     """What one expectation is judged on: the topic's rows, the nulls of its column (None:
-    no column) and its offending rows (None: a table-level check, judged on ``rows``)."""
+    no column), its offending rows (None: a table-level check, judged on ``rows``) and, for
+    a check of a column's largest value, that value."""
 
     rows: int
     nulls: int | None = None
     unexpected: int | None = None
+    maximum: float | None = None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ The events suites are judged by GX from the counts of one pass over the slice
 (:mod:`eventlake.quality.measure`); for a failed check its condition runs again in Spark
 and the first ``SAMPLE_SIZE`` Kafka coordinates of offending rows are kept, so a person
 can find the records, with their values of the checked column as examples. The rejects
-rate is validated by GX itself, on a frame of one row per topic.
+rate is judged the same way, from each topic's counts of events and rejects.
 """
 
 from __future__ import annotations
@@ -21,13 +21,6 @@ from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.row_conditions import Column as GxColumn
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.gx import (
@@ -37,24 +30,13 @@ from eventlake.quality.gx import (
     expectation_label,
     results_by_plan_index,
 )
-from eventlake.quality.measure import TopicMeasures
+from eventlake.quality.measure import CheckCounts, TopicMeasures
 from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks
 from eventlake.quality.request import QualityError
 from eventlake.quality.results import CheckResult, Coordinate, clip
-from eventlake.spark import local_rows
 from eventlake.tables import EVENTS, KAFKA_COORDINATES
 
 SAMPLE_SIZE: Final = 10
-
-_STATS_SCHEMA: Final = StructType(
-    [
-        StructField("kafka_topic", StringType()),
-        StructField("events", LongType()),
-        StructField("rejects", LongType()),
-        StructField("rejects_rate", DoubleType()),
-    ]
-)
-
 
 #: Distinct offending values a failed check's observed value shows at most.
 EXAMPLES: Final = 3
@@ -164,10 +146,11 @@ def check_rejects_rates(
     counts: Mapping[str, tuple[int, int]],
     rejects: DataFrame,
 ) -> list[CheckResult]:
-    """Rejects / (events + rejects) per topic, validated on a frame of one row per topic.
-
-    One suite for all topics (one expectation per topic, restricted with a row condition)
-    costs one GX run instead of one per topic.
+    """Rejects / (events + rejects) per topic, judged by GX from the counts as the events
+    suites are (:meth:`Validator.record`): one suite for all topics, one expectation per
+    topic on the ``rejects_rate`` column of a table of one row per topic, restricted to its
+    topic's row with a row condition (what Data Docs show); ``rejects`` is read only for
+    the sample of a topic that failed.
 
     Example:
         >>> check_rejects_rates(validator, {"orders": rules}, {"orders": (97, 3)}, rejects)[0]
@@ -178,10 +161,13 @@ def check_rejects_rates(
         return []
     rows = []
     expectations: list[Expectation] = []
+    measured: list[CheckCounts] = []
     for index, topic in enumerate(topics):
         events_count, rejects_count = counts.get(topic, (0, 0))
         total = events_count + rejects_count
-        rows.append((topic, events_count, rejects_count, rejects_count / total if total else 0.0))
+        rate = rejects_count / total if total else 0.0
+        rows.append((topic, events_count, rejects_count, rate))
+        measured.append(CheckCounts(rows=1, maximum=rate))
         threshold = rules[topic].max_rejects_rate
         severity = rules[topic].severity_of(CheckName.REJECTS_RATE)
         expectations.append(
@@ -194,9 +180,8 @@ def check_rejects_rates(
                 meta={"eventlake_check": CheckName.REJECTS_RATE.value, PLAN_INDEX: index},
             )
         )
-    frame = local_rows(rejects.sparkSession, rows, _STATS_SCHEMA)
-    outcome = validator.validate(
-        f"{EVENTS}.rejects_rate", validator.stats_batch, expectations, frame, {}
+    outcome = validator.record(
+        f"{EVENTS}.rejects_rate", validator.stats_batch, expectations, measured, {}
     )
     by_index = results_by_plan_index(outcome)
     results = []
