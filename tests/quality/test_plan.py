@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.quality import plan
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.plan import OCCURRENCES, plan_checks, with_occurrences
 from eventlake.spark import release
@@ -39,12 +38,7 @@ def _occurrences(frame: DataFrame) -> list[tuple[str | None, str | None, int | N
     return sorted(((r[0], r[1], r[2]) for r in rows), key=str)
 
 
-@pytest.mark.parametrize("collected_max", [100, 0], ids=["collected", "held"])
-def test_occurrences_count_each_identity_in_the_whole_table(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, collected_max: int
-) -> None:
-    # Few repeated keys' hashes go to the driver; more than COLLECTED_HASHES_MAX are held.
-    monkeypatch.setattr(plan, "COLLECTED_HASHES_MAX", collected_max)
+def test_occurrences_count_each_identity_in_the_whole_table(spark: SparkSession) -> None:
     table = _identities(
         spark, [("/a", "1"), ("/a", "1"), ("/a", "2"), ("/b", "1"), (None, "9"), (None, "9")]
     )

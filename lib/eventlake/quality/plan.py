@@ -41,7 +41,6 @@ from great_expectations.expectations.core.expect_table_row_count_to_be_between i
 from great_expectations.expectations.expectation import Expectation
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
 
 from eventlake.binding import PARTITIONKEY, REQUIRED_ATTRIBUTES, SPEC_VERSION
 from eventlake.duplicates import EVENT_IDENTITY, identity_hash
@@ -52,7 +51,7 @@ from eventlake.quality.patterns import (
     MEDIA_TYPE_PATTERN,
     URI_REFERENCE_PATTERN,
 )
-from eventlake.spark import computed_once, local_rows, release
+from eventlake.spark import computed_once, release
 from eventlake.tables import KAFKA_COORDINATES
 
 #: The events table's columns that the checks read (and the coordinates of their samples):
@@ -92,9 +91,6 @@ class PlannedCheck:
 #: Up to this many repeated (source, id) keys are sent to every task; above, the slice is
 #: shuffled by key to meet them.
 BROADCAST_REPEATED_MAX: Final = 1_000_000
-#: Up to this many hashes of repeated keys are collected by the driver (8 bytes each);
-#: above, they are held by the executors.
-COLLECTED_HASHES_MAX: Final = 100_000
 
 
 def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: bool) -> DataFrame:
@@ -120,26 +116,15 @@ def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: b
     # Counted by a 64-bit hash of the key first: the aggregate's map holds a long per key,
     # not the two strings (over 5M events in a warm process 2.7 s against 3.2-3.8 s).
     # Keys whose hash repeats are usually none; only those are counted again exactly.
-    repeated_hashes = (
+    candidates = computed_once(
         hashed.groupBy(_IDENTITY_HASH).count().where(F.col("count") > 1).select(_IDENTITY_HASH)
     )
-    # Usually few or none: collected in the job that counts them (holding them and
-    # counting the held rows took two more jobs, ~0.5 s of a check over 1M events).
-    few = repeated_hashes.limit(COLLECTED_HASHES_MAX + 1).collect()
-    if not few:
-        # No key repeats: nothing to join.
-        return slice_frame.withColumn(OCCURRENCES, F.when(has_key, F.lit(1).cast("long")))
-    candidates = (
-        computed_once(repeated_hashes)
-        if len(few) > COLLECTED_HASHES_MAX
-        else local_rows(slice_frame.sparkSession, few, _HASHES_SCHEMA)
-    )
     try:
-        among = (
-            candidates
-            if len(few) > COLLECTED_HASHES_MAX and candidates.count() > BROADCAST_REPEATED_MAX
-            else F.broadcast(candidates)
-        )
+        found = candidates.count()
+        if found == 0:
+            # No key repeats: nothing to join.
+            return slice_frame.withColumn(OCCURRENCES, F.when(has_key, F.lit(1).cast("long")))
+        among = candidates if found > BROADCAST_REPEATED_MAX else F.broadcast(candidates)
         repeated = computed_once(
             table_keys.join(among, identity_hash() == F.col(_IDENTITY_HASH), "left_semi")
             .groupBy(*keys)
@@ -158,7 +143,6 @@ def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: b
 
 #: Column of :func:`identity_hash` in :func:`with_occurrences`' intermediate frames.
 _IDENTITY_HASH: Final = "_identity_hash"
-_HASHES_SCHEMA: Final = StructType([StructField(_IDENTITY_HASH, LongType())])
 
 
 def with_topic_columns(
