@@ -17,6 +17,7 @@ import pytest
 from great_expectations.expectations.core.expect_column_max_to_be_between import (
     ExpectColumnMaxToBeBetween,
 )
+from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.row_conditions import Column as GxColumn
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -163,7 +164,7 @@ def test_a_largest_value_judged_by_gx_equals_gx_scanning_the_rows(
     # The rejects rate's shape: one row per topic, an expectation per topic on its row.
     rates = {"calm": 0.05, "noisy": 0.4}
 
-    def expectations() -> list[ExpectColumnMaxToBeBetween]:
+    def expectations() -> list[Expectation]:
         return [
             ExpectColumnMaxToBeBetween(
                 column="rejects_rate",
