@@ -131,7 +131,9 @@ class Validator:
         frame: DataFrame,
         parameters: dict[str, Any],
     ) -> ExpectationSuiteValidationResult:
-        """Run a suite on a DataFrame; the result is stored for Data Docs."""
+        """Run a suite on a DataFrame, GX scanning it itself; the result is stored for
+        Data Docs. A run's suites are judged from counts (:meth:`record`); this is what the
+        tests hold those judgements equal to."""
         definition = self._define(suite_name, batch, expectations)
         result = definition.run(
             batch_parameters={"dataframe": frame},
