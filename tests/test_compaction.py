@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql import SparkSession
+from typer.testing import CliRunner
 
+from eventlake.cli import app
 from eventlake.compaction import check_compaction
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
@@ -168,3 +172,26 @@ def test_the_state_position_ignores_what_republish_rejected(
     report = check_compaction(spark, warehouse_settings, topic_name)
 
     assert report.next_offsets == {0: 1}
+
+
+@pytest.mark.parametrize(
+    ("servers", "said"),
+    [(None, "does not exist on Kafka"), ("127.0.0.1:9", "did not answer")],
+    ids=["missing topic", "no broker"],
+)
+def test_reconcile_refuses_a_missing_topic_or_broker_in_a_sentence(
+    broker: LocalBroker,
+    spark: SparkSession,
+    settings: Settings,
+    tmp_path: Path,
+    topic_name: str,
+    servers: str | None,
+    said: str,
+) -> None:
+    bootstrap = servers or settings.bootstrap_servers
+    arguments = ["reconcile", "--topic", topic_name, "--bootstrap-servers", bootstrap]
+
+    result = CliRunner().invoke(app, [*arguments, "--warehouse", str(tmp_path)])
+
+    assert result.exit_code == 2, result.output
+    assert said in result.output and "Traceback" not in result.output

@@ -6,11 +6,16 @@ import pytest
 
 from eventlake.kafka import (
     InvalidTopicNameError,
+    UnknownTopicError,
     check_topic_name,
+    create_topic,
     is_topic_name,
     kafka_source_options,
+    make_admin,
+    require_topic,
 )
-from eventlake.settings import load_settings
+from eventlake.local.broker import LocalBroker
+from eventlake.settings import Settings, load_settings
 
 
 def test_a_source_read_waits_at_a_partitions_end_as_long_as_the_settings_say(
@@ -54,3 +59,21 @@ def test_a_jaas_value_cannot_end_its_quotes_or_add_options() -> None:
     crafted = 'x" debug="true'
     assert jaas_quoted(crafted) == '"x\\" debug=\\"true"'
     assert jaas_quoted("a\\b\nc") == '"a\\\\b\\nc"'
+
+
+def test_a_missing_topic_is_refused_by_name_and_not_created(
+    broker: LocalBroker, settings: Settings, topic_name: str
+) -> None:
+    with pytest.raises(UnknownTopicError, match=f"Topic '{topic_name}' does not exist"):
+        require_topic(settings, topic_name)
+
+    # The broker auto-creates topics: asking for the name alone would have made it.
+    assert topic_name not in make_admin(settings).list_topics(timeout=10).topics
+
+
+def test_an_existing_topic_is_required_quietly(
+    broker: LocalBroker, settings: Settings, topic_name: str
+) -> None:
+    create_topic(settings, topic_name)
+
+    require_topic(settings, topic_name)

@@ -161,6 +161,28 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
         )
 
 
+class UnknownTopicError(RuntimeError):
+    """A topic a command names does not exist on the cluster."""
+
+
+def require_topic(settings: Settings, topic: str, timeout: float = 15.0) -> None:
+    """Refuse a ``topic`` the cluster does not have, with a sentence that says so.
+
+    Every topic's name is asked for, not this one's: a metadata request naming a topic
+    makes a broker that auto-creates topics (Kafka's default) create it.
+
+    Example:
+        >>> require_topic(settings, "custmers")
+        Traceback (most recent call last):
+        UnknownTopicError: Topic 'custmers' does not exist on Kafka at 127.0.0.1:9092 ...
+    """
+    if topic not in make_admin(settings).list_topics(timeout=timeout).topics:
+        raise UnknownTopicError(
+            f"Topic {topic!r} does not exist on Kafka at {settings.bootstrap_servers}: "
+            f"check its name (`kcat -b {settings.bootstrap_servers} -L` lists the topics there)."
+        )
+
+
 #: Texts of Java client and Spark errors that mean Kafka did not answer in time.
 _CONNECTION_FAILURES: Final = (
     "org.apache.kafka.common.errors.TimeoutException",

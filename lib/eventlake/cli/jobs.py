@@ -147,6 +147,7 @@ def reconcile(
 
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
+    from eventlake.kafka import KafkaConnectionError, UnknownTopicError
     from eventlake.ledger import (
         LeaseTimeoutError,
         LedgerConflictError,
@@ -159,6 +160,8 @@ def reconcile(
     settings = job_settings(bootstrap_servers, warehouse)
     with refused(
         *SETUP_ERRORS,
+        KafkaConnectionError,
+        UnknownTopicError,
         LeaseTimeoutError,
         LedgerConflictError,
         LedgerMovedError,
