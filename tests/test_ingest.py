@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from eventlake.binding import RejectReason, decode_records
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, land_batch, run_ingest
-from eventlake.kafka import create_topic
+from eventlake.kafka import UnknownTopicError, create_topic, make_admin
 from eventlake.ledger import INGEST, Ledger, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
@@ -130,6 +130,16 @@ def test_checkpoint_reused_for_another_topic_is_refused(
         run_ingest(
             spark, warehouse_settings, IngestRequest(topics=(other,), checkpoint_name="shared")
         )
+
+
+def test_a_misspelt_topic_is_refused_and_not_created(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    with pytest.raises(UnknownTopicError, match=f"'{topic_name}' does not exist"):
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+
+    assert topic_name not in make_admin(warehouse_settings).list_topics(timeout=10).topics
+    assert not warehouse_settings.table_path(EVENTS).exists()
 
 
 def test_resume_from_suggested_offsets_adds_only_new_records(

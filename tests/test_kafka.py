@@ -12,7 +12,7 @@ from eventlake.kafka import (
     is_topic_name,
     kafka_source_options,
     make_admin,
-    require_topic,
+    require_topics,
 )
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings, load_settings
@@ -65,7 +65,7 @@ def test_a_missing_topic_is_refused_by_name_and_not_created(
     broker: LocalBroker, settings: Settings, topic_name: str
 ) -> None:
     with pytest.raises(UnknownTopicError, match=f"Topic '{topic_name}' does not exist"):
-        require_topic(settings, topic_name)
+        require_topics(settings, [topic_name])
 
     # The broker auto-creates topics: asking for the name alone would have made it.
     assert topic_name not in make_admin(settings).list_topics(timeout=10).topics
@@ -76,4 +76,13 @@ def test_an_existing_topic_is_required_quietly(
 ) -> None:
     create_topic(settings, topic_name)
 
-    require_topic(settings, topic_name)
+    require_topics(settings, [topic_name])
+
+
+def test_every_missing_topic_is_named_in_one_sentence(
+    broker: LocalBroker, settings: Settings, topic_name: str
+) -> None:
+    create_topic(settings, topic_name)
+
+    with pytest.raises(UnknownTopicError, match="Topics 'gone-a', 'gone-b' do not exist"):
+        require_topics(settings, ["gone-a", topic_name, "gone-b"])

@@ -165,21 +165,28 @@ class UnknownTopicError(RuntimeError):
     """A topic a command names does not exist on the cluster."""
 
 
-def require_topic(settings: Settings, topic: str, timeout: float = 15.0) -> None:
-    """Refuse a ``topic`` the cluster does not have, with a sentence that says so.
+def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 15.0) -> None:
+    """Refuse ``topics`` the cluster does not have, naming them in one sentence: a typo
+    gets an error, not an empty run.
 
-    Every topic's name is asked for, not this one's: a metadata request naming a topic
+    Every topic's name is asked for, not these ones': a metadata request naming a topic
     makes a broker that auto-creates topics (Kafka's default) create it.
 
     Example:
-        >>> require_topic(settings, "custmers")
+        >>> require_topics(settings, ["custmers"])
         Traceback (most recent call last):
         UnknownTopicError: Topic 'custmers' does not exist on Kafka at 127.0.0.1:9092 ...
     """
-    if topic not in make_admin(settings).list_topics(timeout=timeout).topics:
+    existing = make_admin(settings).list_topics(timeout=timeout).topics
+    missing = [topic for topic in topics if topic not in existing]
+    if missing:
+        names = ", ".join(repr(topic) for topic in missing)
         raise UnknownTopicError(
-            f"Topic {topic!r} does not exist on Kafka at {settings.bootstrap_servers}: "
-            f"check its name (`kcat -b {settings.bootstrap_servers} -L` lists the topics there)."
+            f"Topic{'s' if len(missing) > 1 else ''} {names} "
+            f"{'do' if len(missing) > 1 else 'does'} not exist on Kafka at "
+            f"{settings.bootstrap_servers}: check the name (`kcat -b "
+            f"{settings.bootstrap_servers} -L` lists the topics there), or create the "
+            "topic first."
         )
 
 

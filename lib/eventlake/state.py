@@ -393,12 +393,12 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
 
     from eventlake.binding import decode_records
     from eventlake.compaction import topic_offsets
-    from eventlake.kafka import check_connection, kafka_source_options, require_topic
+    from eventlake.kafka import check_connection, kafka_source_options, require_topics
     from eventlake.ranges import offsets_json
 
     # Refused in a sentence, before any lease: no broker, or no such topic.
     check_connection(settings)
-    require_topic(settings, topic)
+    require_topics(settings, [topic])
     ledger = Ledger(spark)
     with ledger.leases(settings.warehouse, [topic], job="reconcile"):
         read_at_ms = int(time.time() * 1000)

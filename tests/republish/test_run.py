@@ -23,7 +23,7 @@ from cloudevents.core.formats.json import JSONFormat
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka import Record, UnknownTopicError, create_topic, make_admin, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import run as run_module
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
@@ -546,3 +546,17 @@ def test_chain_republish_by_partitionkey_then_ingest_gives_latest_state(
     run_ingest(spark, run_settings, IngestRequest(topics=(entities,), state=True))
     rows = spark.read.format("delta").load(str(state_path(run_settings, entities))).collect()
     assert {bytes(r.kafka_key): r.id for r in rows} == {b"e1": "8", b"e2": "5", b"e4": "7"}
+
+
+def test_a_misspelt_source_topic_is_refused_and_not_created(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    target = topic_name + "-rekeyed"
+    request = RepublishRequest(source=topic_name, target=target, key_mapper="partitionkey")
+
+    with pytest.raises(UnknownTopicError, match=f"'{topic_name}' does not exist"):
+        run_republish(spark, warehouse_settings, request)
+
+    assert not {topic_name, target} & set(
+        make_admin(warehouse_settings).list_topics(timeout=10).topics
+    )

@@ -30,7 +30,7 @@ from eventlake.cli.common import (
 def _streaming_refusals() -> tuple[type[Exception], ...]:
     """What refuses a Kafka streaming job (ingest, republish) besides its own request
     errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker,
-    a ledger or state commit that lost to other writers every time.
+    no such topic, a ledger or state commit that lost to other writers every time.
 
     Example:
         >>> with refused(IngestError, *_streaming_refusals()):
@@ -38,7 +38,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     """
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
-    from eventlake.kafka import KafkaConnectionError
+    from eventlake.kafka import KafkaConnectionError, UnknownTopicError
     from eventlake.ledger import (
         LeaseTimeoutError,
         LedgerConflictError,
@@ -53,6 +53,7 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         CheckpointBusyError,
         *SETUP_ERRORS,
         KafkaConnectionError,
+        UnknownTopicError,
         LeaseTimeoutError,
         LedgerConflictError,
         LedgerMovedError,

@@ -21,7 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from eventlake.compaction import check_compaction, topic_offsets
 from eventlake.ingest.batch import land_batch, read_back
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
-from eventlake.kafka import check_connection, connection_lost_error, partition_counts
+from eventlake.kafka import (
+    check_connection,
+    connection_lost_error,
+    partition_counts,
+    require_topics,
+)
 from eventlake.ledger import (
     INGEST,
     STATE,
@@ -101,6 +106,9 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
         )
         settings = settings.model_copy(update={"max_offsets_per_trigger": bound})
     check_connection(settings)
+    # Named topics must exist (a pattern may match none yet): Spark's consumer would
+    # have the broker create a misspelt one and read nothing from it.
+    require_topics(settings, request.topics)
     ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
     ledger = Ledger(spark)

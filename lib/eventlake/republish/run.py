@@ -45,6 +45,7 @@ from eventlake.kafka import (
     kafka_source_options,
     make_admin,
     partition_counts,
+    require_topics,
     write_to_kafka,
 )
 from eventlake.ledger import Ledger, LedgerMovedError, Marks, only_missing
@@ -192,6 +193,7 @@ def _run_republish(
 ) -> RepublishSummary:
     started = time.monotonic()
     check_connection(settings)
+    require_topics(settings, [request.source])
     created, compacted = prepare_target(settings, request)
     run = _Run(settings, request, _ensure_rejects_table(spark, settings), compacted)
     try:
