@@ -13,6 +13,7 @@ from eventlake.kafka import (
     kafka_source_options,
     make_admin,
     require_topics,
+    unknown_topics_message,
 )
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings, load_settings
@@ -86,3 +87,10 @@ def test_every_missing_topic_is_named_in_one_sentence(
 
     with pytest.raises(UnknownTopicError, match="Topics 'gone-a', 'gone-b' do not exist"):
         require_topics(settings, ["gone-a", topic_name, "gone-b"])
+
+
+def test_a_missing_topic_behind_credentials_may_be_one_they_cannot_see() -> None:
+    message = unknown_topics_message(["orders"], "k:9093", "ingest-bot")
+
+    assert "'orders' does not exist on Kafka at k:9093 (or user 'ingest-bot' may not" in message
+    assert "may not" not in unknown_topics_message(["orders"], "k:9093", None)

@@ -180,14 +180,26 @@ def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
     existing = make_admin(settings).list_topics(timeout=timeout).topics
     missing = [topic for topic in topics if topic not in existing]
     if missing:
-        names = ", ".join(repr(topic) for topic in missing)
-        raise UnknownTopicError(
-            f"Topic{'s' if len(missing) > 1 else ''} {names} "
-            f"{'do' if len(missing) > 1 else 'does'} not exist on Kafka at "
-            f"{settings.bootstrap_servers}: check the name (`kcat -b "
-            f"{settings.bootstrap_servers} -L` lists the topics there), or create the "
-            "topic first."
-        )
+        user = settings.kafka_options.get("sasl.username")
+        raise UnknownTopicError(unknown_topics_message(missing, settings.bootstrap_servers, user))
+
+
+def unknown_topics_message(missing: Sequence[str], servers: str, user: str | None) -> str:
+    """What :func:`require_topics` says about ``missing`` topics.
+
+    Example:
+        >>> unknown_topics_message(["ordrs"], "k:9092", None)[:44]
+        "Topic 'ordrs' does not exist on Kafka at k:9"
+    """
+    names = ", ".join(repr(topic) for topic in missing)
+    # With ACLs, a topic a user may not describe is left out of the cluster's answer too.
+    hidden = f" (or user {user!r} may not describe it)" if user else ""
+    plural = len(missing) > 1
+    return (
+        f"Topic{'s' if plural else ''} {names} {'do' if plural else 'does'} not exist on "
+        f"Kafka at {servers}{hidden}: check the name (`kcat -b {servers} -L` lists the "
+        "topics there), or create the topic first."
+    )
 
 
 #: Texts of Java client and Spark errors that mean Kafka did not answer in time.
