@@ -193,8 +193,8 @@ def unknown_topics_message(missing: Sequence[str], servers: str, user: str | Non
     """
     names = ", ".join(repr(topic) for topic in missing)
     # With ACLs, a topic a user may not describe is left out of the cluster's answer too.
-    hidden = f" (or user {user!r} may not describe it)" if user else ""
     plural = len(missing) > 1
+    hidden = f" (or user {user!r} may not describe {'them' if plural else 'it'})" if user else ""
     return (
         f"Topic{'s' if plural else ''} {names} {'do' if plural else 'does'} not exist on "
         f"Kafka at {servers}{hidden}: check the name (`kcat -b {servers} -L` lists the "
