@@ -158,6 +158,11 @@ def test_resume_from_suggested_offsets_adds_only_new_records(
     assert read_table(spark, warehouse_settings, "events").count() == 11
 
 
+def test_a_request_with_offsets_spark_refuses_is_refused_with_the_accepted_forms() -> None:
+    with pytest.raises(IngestError, match="--starting-offsets 'garbage' is not 'earliest'"):
+        IngestRequest(topics=("orders",), starting_offsets="garbage")
+
+
 def test_request_needs_topics_or_pattern() -> None:
     with pytest.raises(IngestError, match="--topic"):
         IngestRequest()

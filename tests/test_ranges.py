@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from eventlake.ledger import caught_up_key, ledger_key, position
+from eventlake.offset_specs import offsets_problem, run_offsets_problem
 from eventlake.ranges import (
     offsets_json,
     requested_starts,
@@ -59,3 +62,37 @@ def test_a_range_is_cut_into_pieces_of_about_so_many_offsets_that_cover_it() -> 
 
 def test_a_range_within_the_bound_is_one_piece() -> None:
     assert split_range({("a", 0): 3}, {("a", 0): 5}, 10) == [({("a", 0): 3}, {("a", 0): 5})]
+
+
+@pytest.mark.parametrize(
+    "spec", ["earliest", "latest", '{"a": {"0": 42, "1": -1, "2": -2}}', '{"a.b-c": {"10": 0}}']
+)
+def test_starting_offsets_spark_takes_are_taken(spec: str) -> None:
+    assert offsets_problem("--starting-offsets", spec) is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("erliest", "not JSON"),
+        ("[]", "not a JSON object of topics"),
+        ("{}", "not a JSON object of topics"),
+        ('{"a": 5}', "topic 'a' has no object of partitions"),
+        ('{"a": {"x": 5}}', "partition 'x' of 'a' is not a number"),
+        ('{"a": {"0": "5"}}', "'5', for partition 0 of 'a', is not an offset"),
+        ('{"a": {"0": true}}', "True, for partition 0 of 'a', is not an offset"),
+        ('{"a": {"0": -3}}', "-3, for partition 0 of 'a', is not an offset"),
+    ],
+)
+def test_starting_offsets_spark_refuses_are_refused_with_why(spec: str, why: str) -> None:
+    problem = offsets_problem("--starting-offsets", spec)
+
+    assert problem is not None
+    assert problem.startswith(f"--starting-offsets {spec!r} is not 'earliest', 'latest' or")
+    assert problem.endswith(f": {why}.")
+
+
+def test_ending_offsets_take_neither_earliest_nor_minus_two() -> None:
+    assert run_offsets_problem("earliest", '{"a": {"0": 7, "1": -1}}') is None
+    for ending in ("earliest", '{"a": {"0": -2}}'):
+        assert str(run_offsets_problem("earliest", ending)).startswith("--ending-offsets")

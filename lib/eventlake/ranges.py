@@ -16,11 +16,8 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.ledger import Marks
+from eventlake.offset_specs import EARLIEST, LATEST
 from eventlake.settings import Settings
-
-#: Spark's per-partition offsets for "earliest" and "latest".
-EARLIEST = -2
-LATEST = -1
 
 
 def requested_starts(spec: str, partitions: Mapping[str, int]) -> Marks:

@@ -58,3 +58,8 @@ def test_cli_refuses_dropping_a_cloudevents_header_with_exit_code_2() -> None:
     )
     assert result.exit_code == 2
     assert "carry the event" in result.output
+
+
+def test_ending_offsets_spark_refuses_are_refused_before_the_run() -> None:
+    with pytest.raises(RepublishError, match="--ending-offsets 'earliest' is not 'latest'"):
+        RepublishRequest(source="a", target="b", ending_offsets="earliest")

@@ -17,6 +17,7 @@ from typing import ClassVar
 from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
 from eventlake.driver_work import DriverWork, ingest_driver_work
 from eventlake.kafka import kafka_source_options
+from eventlake.offset_specs import run_offsets_problem
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.state import StateChange
@@ -53,6 +54,9 @@ class IngestRequest:
             except InvalidCheckpointNameError as error:
                 raise IngestError(f"--checkpoint-name: {error}") from None
         problem = trigger_problem(self.trigger)
+        if problem:
+            raise IngestError(problem)
+        problem = run_offsets_problem(self.starting_offsets, self.ending_offsets)
         if problem:
             raise IngestError(problem)
         if self.state and self.bounded:

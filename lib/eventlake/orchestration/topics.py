@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from eventlake.kafka import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
+from eventlake.offset_specs import offsets_json_problem
 from eventlake.orchestration.errors import OrchestrationError
 
 #: Environment variable naming the topics the DAGs ingest, comma-separated.
@@ -79,23 +80,14 @@ def parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:
         {'a': {'0': 5}}
     """
     try:
-        parsed = json.loads(spec)
+        parsed: dict[str, dict[str, int]] = json.loads(spec)
     except json.JSONDecodeError as error:
         raise OrchestrationError(f"{label} is not valid JSON: {error}") from None
-    if not isinstance(parsed, dict) or not all(
-        isinstance(partitions, dict)
-        and all(
-            isinstance(partition, str)
-            and partition.isdigit()
-            and isinstance(offset, int)
-            and not isinstance(offset, bool)
-            for partition, offset in partitions.items()
-        )
-        for partitions in parsed.values()
-    ):
+    problem = offsets_json_problem(spec)
+    if problem is not None:
         raise OrchestrationError(
             f'{label} must look like {{"topic": {{"0": 42, "1": 7}}}} '
-            "(partition numbers as strings, offsets as integers)."
+            f"(partition numbers as strings, offsets as integers): {problem}."
         )
     return parsed
 

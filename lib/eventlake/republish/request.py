@@ -30,6 +30,7 @@ from eventlake.binding import (
 )
 from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
 from eventlake.kafka import is_topic_name
+from eventlake.offset_specs import run_offsets_problem
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
 
 KEEP: Final = "keep"
@@ -119,6 +120,9 @@ class RepublishRequest:
         if self.to_mode not in TO_MODE_CHOICES:
             raise RepublishError(f"--to-mode must be one of {', '.join(TO_MODE_CHOICES)}")
         problem = trigger_problem(self.trigger)
+        if problem:
+            raise RepublishError(problem)
+        problem = run_offsets_problem(self.starting_offsets, self.ending_offsets)
         if problem:
             raise RepublishError(problem)
         if self.bounded and self.trigger != AVAILABLE_NOW:
