@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
-from eventlake.query import register_tables, run_query, view_statements, views_sql
+from eventlake.query import (
+    QueryError,
+    query_error_text,
+    register_tables,
+    run_query,
+    view_statements,
+    views_sql,
+)
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS_SCHEMA, ensure_table, state_path
 from tests.helpers import binary_headers
@@ -55,6 +63,27 @@ def test_a_result_renders_as_a_table_with_long_bytes_cut_and_nulls_named(
 def test_json_output_is_one_object_per_row_up_to_the_limit(spark: SparkSession) -> None:
     text = run_query(spark, "SELECT id FROM range(5)", output_format="json", limit=3)
     assert [json.loads(line) for line in text.splitlines()] == [{"id": 0}, {"id": 1}, {"id": 2}]
+
+
+def test_sql_spark_cannot_parse_is_a_query_error_showing_where(spark: SparkSession) -> None:
+    with pytest.raises(QueryError) as raised:
+        run_query(spark, "SELEC nonsense")
+
+    assert str(raised.value).startswith("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'")
+    assert str(raised.value).endswith("SELEC nonsense\n^^^")
+
+
+def test_an_unknown_table_is_a_query_error_without_the_plan(spark: SparkSession) -> None:
+    with pytest.raises(QueryError, match=r"TABLE_OR_VIEW_NOT_FOUND.*`nope`") as raised:
+        run_query(spark, "SELECT * FROM nope")
+
+    assert "UnresolvedRelation" not in str(raised.value)
+
+
+def test_an_analysis_errors_plan_is_cut_after_its_sqlstate_line() -> None:
+    message = "[X] `c` not found. SQLSTATE: 42703; line 1 pos 7;\n'Project ['c]\n+- Range (0, 2)\n"
+
+    assert query_error_text(message) == "[X] `c` not found. SQLSTATE: 42703; line 1 pos 7"
 
 
 def test_the_views_script_gives_a_session_of_its_own_every_view(

@@ -185,6 +185,41 @@ def test_known_triggers_are_accepted(trigger: str) -> None:
     assert trigger_problem(trigger) is None
 
 
+#: Intervals Spark's ``Trigger.ProcessingTime`` reads, and some it refuses.
+INTERVALS = [
+    "30 seconds",
+    "1 minute 30 seconds",
+    "interval 2 hours",
+    "1.5 seconds",
+    "500 milliseconds",
+    "30 SECONDS",
+    "1 week",
+    "abc",
+    "",
+    "30",
+    "30s",
+    "30 secs",
+    "10seconds",
+]
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_a_trigger_interval_is_refused_when_spark_refuses_it(
+    spark: SparkSession, interval: str
+) -> None:
+    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger  # type: ignore[union-attr]
+    try:
+        trigger.ProcessingTime(interval)
+        spark_reads = True
+    except Exception:  # Spark's IllegalArgumentException through py4j
+        spark_reads = False
+
+    problem = trigger_problem(f"processing-time={interval}")
+
+    assert (problem is None) == spark_reads, problem
+    assert problem is None or f"Trigger interval {interval!r} is not one Spark reads" in problem
+
+
 def test_an_unknown_trigger_is_explained() -> None:
     assert "use 'available-now' or 'processing-time=<interval>'" in str(
         trigger_problem("every minute")

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 from pyspark.sql import SparkSession
@@ -92,18 +93,55 @@ def views_sql(statements: list[tuple[str, str]]) -> str:
     )
 
 
+class QueryError(RuntimeError):
+    """The SQL of a query failed: Spark's message, without its stack or plan."""
+
+
 def run_query(
     spark: SparkSession, sql: str, *, output_format: str = "table", limit: int = 50
 ) -> str:
-    """Run SQL and render at most ``limit`` rows as an aligned table or JSON lines."""
-    frame = spark.sql(sql)
-    if output_format == "json":
-        return "\n".join(frame.limit(limit).toJSON().collect())
-    rows = frame.limit(limit).collect()
+    """Run SQL and render at most ``limit`` rows as an aligned table or JSON lines; SQL
+    that Spark refuses or cannot run raises :class:`QueryError` with Spark's message.
+
+    Example:
+        >>> print(run_query(spark, "SELECT count(*) AS n FROM events"))
+        n
+        ----
+        1200
+        (1 row)
+    """
+    from pyspark.errors import PySparkException
+
+    # PySpark also logs a failed query's error as a JSON line, stack included: the error
+    # is said once, by QueryError.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    try:
+        frame = spark.sql(sql)
+        if output_format == "json":
+            return "\n".join(frame.limit(limit).toJSON().collect())
+        rows = frame.limit(limit).collect()
+    except PySparkException as error:
+        raise QueryError(query_error_text(str(error))) from None
     columns = frame.columns
     cells = [[_cell(row[c]) for c in columns] for row in rows]
     lines = text_table(columns, cells)
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def query_error_text(message: str) -> str:
+    """Spark's message about failed SQL, without the query plan an analysis error appends
+    after its ``SQLSTATE ...;`` line (the SQL and its position marks stay).
+
+    Example:
+        >>> query_error_text("[X] `nope` not found. SQLSTATE: 42P01; line 1 pos 14;\\n'Project [*]")
+        '[X] `nope` not found. SQLSTATE: 42P01; line 1 pos 14'
+    """
+    lines = message.strip().splitlines()
+    for index, line in enumerate(lines):
+        if "SQLSTATE" in line and line.rstrip().endswith(";"):
+            lines = [*lines[:index], line.rstrip().rstrip(";")]
+            break
     return "\n".join(lines)
 
 

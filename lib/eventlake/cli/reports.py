@@ -144,7 +144,7 @@ def query(
     warehouse: WarehouseOption = None,
 ) -> None:
     """Run SQL over the warehouse's Delta tables, registered by name."""
-    from eventlake.query import register_tables, run_query
+    from eventlake.query import QueryError, register_tables, run_query
     from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     if output_format not in {"table", "json"}:
@@ -155,7 +155,9 @@ def query(
     names = register_tables(spark, settings)
     if not names:
         fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
-    typer.echo(run_query(spark, sql, output_format=output_format, limit=limit))
+    with refused(QueryError):
+        text = run_query(spark, sql, output_format=output_format, limit=limit)
+    typer.echo(text)
 
 
 @app.command()
