@@ -27,17 +27,17 @@ from eventlake.cli.common import (
 )
 
 
-def _streaming_refusals() -> tuple[type[Exception], ...]:
-    """What refuses a Kafka streaming job (ingest, republish) besides its own request
-    errors: a checkpoint of another run or held by a live stream, no Spark jars, no broker,
-    no such topic, a ledger or state commit that lost to other writers every time.
+def _kafka_job_refusals() -> tuple[type[Exception], ...]:
+    """What refuses a job that reads Kafka and commits through the ledger (ingest,
+    republish, reconcile) besides its own request errors: no Spark jars, no broker, no
+    such topic, a lease not granted in time, a ledger or state commit that lost to other
+    writers every time.
 
     Example:
-        >>> with refused(IngestError, *_streaming_refusals()):
-        ...     run_ingest(spark, settings, request)
+        >>> with refused(*_kafka_job_refusals()):
+        ...     run_job(settings, "eventlake-reconcile", reconcile_state, "customers")
     """
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
     from eventlake.kafka import KafkaConnectionError, UnknownTopicError
     from eventlake.ledger import (
         LeaseTimeoutError,
@@ -49,8 +49,6 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     from eventlake.state import StateConflictError
 
     return (
-        CheckpointMismatchError,
-        CheckpointBusyError,
         *SETUP_ERRORS,
         KafkaConnectionError,
         UnknownTopicError,
@@ -60,6 +58,20 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
         LedgerVersionError,
         StateConflictError,
     )
+
+
+def _streaming_refusals() -> tuple[type[Exception], ...]:
+    """What refuses a Kafka streaming job (ingest, republish) besides its own request
+    errors: :func:`_kafka_job_refusals`, and a checkpoint of another run or held by a
+    live stream.
+
+    Example:
+        >>> with refused(IngestError, *_streaming_refusals()):
+        ...     run_ingest(spark, settings, request)
+    """
+    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
+
+    return (CheckpointMismatchError, CheckpointBusyError, *_kafka_job_refusals())
 
 
 @app.command()
@@ -148,27 +160,10 @@ def reconcile(
 
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
-    from eventlake.kafka import KafkaConnectionError, UnknownTopicError
-    from eventlake.ledger import (
-        LeaseTimeoutError,
-        LedgerConflictError,
-        LedgerMovedError,
-        LedgerVersionError,
-    )
-    from eventlake.spark import SETUP_ERRORS
-    from eventlake.state import StateConflictError, reconcile_state
+    from eventlake.state import reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(
-        *SETUP_ERRORS,
-        KafkaConnectionError,
-        UnknownTopicError,
-        LeaseTimeoutError,
-        LedgerConflictError,
-        LedgerMovedError,
-        LedgerVersionError,
-        StateConflictError,
-    ):
+    with refused(*_kafka_job_refusals()):
         report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
     typer.echo(report.line())
 
