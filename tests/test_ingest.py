@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from eventlake.binding import RejectReason, decode_records
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, land_batch, run_ingest
-from eventlake.kafka import UnknownTopicError, create_topic, make_admin
+from eventlake.kafka import TopicPatternError, UnknownTopicError, create_topic, make_admin
 from eventlake.ledger import INGEST, Ledger, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
@@ -139,6 +139,15 @@ def test_a_misspelt_topic_is_refused_and_not_created(
         run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
 
     assert topic_name not in make_admin(warehouse_settings).list_topics(timeout=10).topics
+    assert not warehouse_settings.table_path(EVENTS).exists()
+
+
+def test_a_topic_pattern_java_cannot_compile_is_refused_before_any_table(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    with pytest.raises(TopicPatternError, match=r"--topic-pattern '\[' is not a Java regular"):
+        run_ingest(spark, warehouse_settings, IngestRequest(topic_pattern="["))
+
     assert not warehouse_settings.table_path(EVENTS).exists()
 
 

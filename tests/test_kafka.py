@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from eventlake.kafka import (
     InvalidTopicNameError,
+    TopicPatternError,
     UnknownTopicError,
     check_topic_name,
     create_topic,
     is_topic_name,
     kafka_source_options,
     make_admin,
+    require_topic_pattern,
     require_topics,
     unknown_topics_message,
 )
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def test_a_source_read_waits_at_a_partitions_end_as_long_as_the_settings_say(
@@ -94,3 +101,23 @@ def test_a_missing_topic_behind_credentials_may_be_one_they_cannot_see() -> None
 
     assert "'orders' does not exist on Kafka at k:9093 (or user 'ingest-bot' may not" in message
     assert "may not" not in unknown_topics_message(["orders"], "k:9093", None)
+
+
+def test_a_topic_pattern_java_cannot_compile_is_refused_in_a_sentence(spark: SparkSession) -> None:
+    with pytest.raises(TopicPatternError) as refused:
+        require_topic_pattern(spark, "orders-(")
+
+    assert str(refused.value).startswith(
+        "--topic-pattern 'orders-(' is not a Java regular expression (Unclosed group near index 8)"
+    )
+    assert "\n" not in str(refused.value)
+
+
+def test_a_topic_pattern_in_java_only_syntax_is_accepted(spark: SparkSession) -> None:
+    import re
+
+    pattern = r"orders-\p{Alnum}+"  # Java's character class; Python's re refuses it
+    with pytest.raises(re.error):
+        re.compile(pattern)
+
+    require_topic_pattern(spark, pattern)

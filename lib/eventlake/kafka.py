@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
@@ -165,6 +165,10 @@ class UnknownTopicError(RuntimeError):
     """A topic a command names does not exist on the cluster."""
 
 
+class TopicPatternError(ValueError):
+    """A ``--topic-pattern`` that Spark's Kafka source cannot compile."""
+
+
 def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 15.0) -> None:
     """Refuse ``topics`` the cluster does not have, naming them in one sentence: a typo
     gets an error, not an empty run.
@@ -182,6 +186,35 @@ def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
     if missing:
         user = settings.kafka_options.get("sasl.username")
         raise UnknownTopicError(unknown_topics_message(missing, settings.bootstrap_servers, user))
+
+
+def require_topic_pattern(spark: SparkSession, pattern: str) -> None:
+    """Refuse a ``--topic-pattern`` that Spark's Kafka source cannot subscribe with, in
+    one sentence: it compiles the pattern with Java's regular expressions, whose syntax
+    differs from Python's, so the pattern is compiled by the session's own JVM (a public
+    JDK call) before the stream starts, where the same error would end the query with
+    a Java stack trace.
+
+    Example:
+        >>> require_topic_pattern(spark, "orders-[")
+        Traceback (most recent call last):
+        TopicPatternError: --topic-pattern 'orders-[' is not a Java regular expression ...
+    """
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import IllegalArgumentException
+
+    try:
+        spark._jvm.java.util.regex.Pattern.compile(pattern)  # type: ignore[union-attr]
+    except (IllegalArgumentException, Py4JJavaError) as error:
+        # PySpark converts Java's PatternSyntaxException (an IllegalArgumentException); its
+        # message's first line says what is wrong and where, the pattern is echoed below.
+        text = error.java_exception.getMessage() if isinstance(error, Py4JJavaError) else error
+        why = (str(text).strip().splitlines() or ["refused by Java"])[0]
+        raise TopicPatternError(
+            f"--topic-pattern {pattern!r} is not a Java regular expression ({why}); "
+            "Spark's Kafka source matches whole topic names with Java's syntax, "
+            "e.g. 'orders\\..*' for every topic starting with 'orders.'"
+        ) from None
 
 
 def unknown_topics_message(missing: Sequence[str], servers: str, user: str | None) -> str:

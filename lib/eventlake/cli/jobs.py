@@ -30,15 +30,15 @@ from eventlake.cli.common import (
 def _kafka_job_refusals() -> tuple[type[Exception], ...]:
     """What refuses a job that reads Kafka and commits through the ledger (ingest,
     republish, reconcile) besides its own request errors: no Spark jars, no broker, no
-    such topic, a lease not granted in time, a ledger or state commit that lost to other
-    writers every time.
+    such topic or a topic pattern Spark cannot compile, a lease not granted in time, a
+    ledger or state commit that lost to other writers every time.
 
     Example:
         >>> with refused(*_kafka_job_refusals()):
         ...     run_job(settings, "eventlake-reconcile", reconcile_state, "customers")
     """
     # Imported on call, as in every command, so that `--help` and status load no pyspark.
-    from eventlake.kafka import KafkaConnectionError, UnknownTopicError
+    from eventlake.kafka import KafkaConnectionError, TopicPatternError, UnknownTopicError
     from eventlake.ledger import (
         LeaseTimeoutError,
         LedgerConflictError,
@@ -52,6 +52,7 @@ def _kafka_job_refusals() -> tuple[type[Exception], ...]:
         *SETUP_ERRORS,
         KafkaConnectionError,
         UnknownTopicError,
+        TopicPatternError,
         LeaseTimeoutError,
         LedgerConflictError,
         LedgerMovedError,

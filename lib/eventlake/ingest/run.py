@@ -25,6 +25,7 @@ from eventlake.kafka import (
     check_connection,
     connection_lost_error,
     partition_counts,
+    require_topic_pattern,
     require_topics,
 )
 from eventlake.ledger import (
@@ -109,6 +110,8 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
     # Named topics must exist (a pattern may match none yet): Spark's consumer would
     # have the broker create a misspelt one and read nothing from it.
     require_topics(settings, request.topics)
+    if request.topic_pattern:
+        require_topic_pattern(spark, request.topic_pattern)
     ensure_tables(spark, settings)
     at_risk = _compaction_warnings(spark, settings, request)
     ledger = Ledger(spark)
