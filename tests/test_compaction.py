@@ -195,3 +195,17 @@ def test_reconcile_refuses_a_missing_topic_or_broker_in_a_sentence(
 
     assert result.exit_code == 2, result.output
     assert said in result.output and "Traceback" not in result.output
+
+
+def test_compaction_check_refuses_a_missing_topic_in_a_sentence(
+    broker: LocalBroker, settings: Settings, tmp_path: Path, topic_name: str
+) -> None:
+    arguments = ["compaction-check", "--topic", topic_name, "--warehouse", str(tmp_path)]
+
+    result = CliRunner().invoke(
+        app, [*arguments, "--bootstrap-servers", settings.bootstrap_servers]
+    )
+
+    assert result.exit_code == 2, result.output
+    assert f"Topic '{topic_name}' does not exist on Kafka" in result.output
+    assert "Traceback" not in result.output

@@ -33,10 +33,19 @@ def compaction_check(
 ) -> None:
     """Say whether a state table may have missed tombstones; exit 4 when one may have."""
     from eventlake.compaction import check_compaction
+    from eventlake.kafka import (
+        KafkaConnectionError,
+        UnknownTopicError,
+        check_connection,
+        require_topics,
+    )
     from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*SETUP_ERRORS):
+    with refused(*SETUP_ERRORS, KafkaConnectionError, UnknownTopicError):
+        # Refused in a sentence before Spark starts: no broker, or no such topic.
+        check_connection(settings)
+        require_topics(settings, topic)
         spark = build_spark_session(settings, app_name="eventlake-compaction-check")
     reports = [check_compaction(spark, settings, t) for t in topic]
     for report in reports:
