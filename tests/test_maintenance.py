@@ -184,8 +184,22 @@ def test_run_maintenance_goes_on_with_the_tables_when_the_sweep_fails(
     )
 
     assert summary.sweep_failed
-    assert "error: compaction sweep failed; OPTIMIZE/VACUUM run anyway" in lines
+    assert lines[0].startswith(f"{topic_name}: not checked: the topic does not exist on Kafka")
+    assert not any("Traceback" in line for line in lines)
     assert [r.table for r in summary.tables] == ["events", f"state/{topic_name}"]
+
+
+def test_compaction_sweep_checks_the_other_topics_when_one_is_gone(
+    spark: SparkSession, stale_state: Settings, topic_name: str
+) -> None:
+    later = int(time.time() * 1000) + TWO_DAYS_MS
+
+    gone, checked = compaction_sweep(
+        spark, stale_state, [f"{topic_name}-gone", topic_name], False, now_ms=later
+    )
+
+    assert not gone.checked and "not checked" in gone.message
+    assert checked.checked and checked.at_risk
 
 
 def test_run_maintenance_keeps_the_typed_views_columns_of_every_type(

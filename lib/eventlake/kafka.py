@@ -165,6 +165,20 @@ class UnknownTopicError(RuntimeError):
     """A topic a command names does not exist on the cluster."""
 
 
+def missing_topics(settings: Settings, topics: Sequence[str], timeout: float = 15.0) -> list[str]:
+    """The ``topics`` the cluster does not have, in their order; asks for every topic's
+    name, which creates none (see :func:`require_topics`).
+
+    Example:
+        >>> missing_topics(settings, ["orders", "custmers"])
+        ['custmers']
+    """
+    if not topics:
+        return []
+    existing = make_admin(settings).list_topics(timeout=timeout).topics
+    return [topic for topic in topics if topic not in existing]
+
+
 class TopicPatternError(ValueError):
     """A ``--topic-pattern`` that Spark's Kafka source cannot compile."""
 
@@ -181,8 +195,7 @@ def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
         Traceback (most recent call last):
         UnknownTopicError: Topic 'custmers' does not exist on Kafka at 127.0.0.1:9092 ...
     """
-    existing = make_admin(settings).list_topics(timeout=timeout).topics
-    missing = [topic for topic in topics if topic not in existing]
+    missing = missing_topics(settings, topics, timeout)
     if missing:
         user = settings.kafka_options.get("sasl.username")
         raise UnknownTopicError(unknown_topics_message(missing, settings.bootstrap_servers, user))

@@ -30,7 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from eventlake.kafka import is_topic_name
+from eventlake.kafka import (
+    KafkaConnectionError,
+    check_connection,
+    is_topic_name,
+    missing_topics,
+)
 from eventlake.lineage import job_run, table_dataset
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
@@ -101,6 +106,8 @@ class SweepResult:
     at_risk: bool
     message: str
     reconciled: ReconcileReport | None = None
+    #: False when the topic could not be checked (it is no longer on Kafka).
+    checked: bool = True
 
     def line(self) -> str:
         """The check's message, followed by the reconcile's summary when one ran.
@@ -284,7 +291,19 @@ def compaction_sweep(
     from eventlake.state import reconcile_state
 
     results: list[SweepResult] = []
+    if topics:
+        check_connection(settings)
+    # A state table may outlive its topic: that one is reported, the others are checked.
+    gone = set(missing_topics(settings, topics))
     for topic in dict.fromkeys(topics):
+        if topic in gone:
+            message = (
+                f"{topic}: not checked: the topic does not exist on Kafka at "
+                f"{settings.bootstrap_servers}; state/{topic} is left as it is (remove the "
+                "folder if the topic is gone for good)"
+            )
+            results.append(SweepResult(topic, False, message, checked=False))
+            continue
         report = check_compaction(spark, settings, topic, now_ms=now_ms)
         reconciled = None
         if report.at_risk and auto_reconcile and not dry_run:
@@ -428,12 +447,17 @@ def _run_maintenance(
         )
     except MaintenanceError:
         raise
+    except KafkaConnectionError as error:  # a sentence says it all
+        report(f"error: {error}")
+        report("error: compaction sweep failed; OPTIMIZE/VACUUM run anyway")
+        failed = True
     except Exception:  # keep maintaining the tables; the summary reports the failure
         report(traceback.format_exc().rstrip())
         report("error: compaction sweep failed; OPTIMIZE/VACUUM run anyway")
         failed = True
     for sweep in sweeps:
         report(sweep.line())
+    failed = failed or not all(sweep.checked for sweep in sweeps)
     tables = optimize_and_vacuum(
         spark,
         settings,
