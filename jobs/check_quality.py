@@ -8,7 +8,7 @@ Exit code 1 when a check of severity error failed.
 
 import sys
 
-from eventlake.cli import app
+from eventlake.cli import main
 
 if __name__ == "__main__":
-    app(["check", *sys.argv[1:]])
+    main(["check", *sys.argv[1:]])

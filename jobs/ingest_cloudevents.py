@@ -6,7 +6,7 @@
 
 import sys
 
-from eventlake.cli import app
+from eventlake.cli import main
 
 if __name__ == "__main__":
-    app(["ingest", *sys.argv[1:]])
+    main(["ingest", *sys.argv[1:]])

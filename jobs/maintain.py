@@ -10,7 +10,7 @@ ran, e.g. with the broker down).
 
 import sys
 
-from eventlake.cli import app
+from eventlake.cli import main
 
 if __name__ == "__main__":
-    app(["maintain", *sys.argv[1:]])
+    main(["maintain", *sys.argv[1:]])

@@ -6,7 +6,7 @@
 
 import sys
 
-from eventlake.cli import app
+from eventlake.cli import main
 
 if __name__ == "__main__":
-    app(["reconcile", *sys.argv[1:]])
+    main(["reconcile", *sys.argv[1:]])

@@ -7,7 +7,7 @@
 
 import sys
 
-from eventlake.cli import app
+from eventlake.cli import main
 
 if __name__ == "__main__":
-    app(["republish", *sys.argv[1:]])
+    main(["republish", *sys.argv[1:]])

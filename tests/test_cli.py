@@ -13,7 +13,7 @@ import pytest
 from typer.main import get_group
 from typer.testing import CliRunner
 
-from eventlake.cli import COMMAND_ORDER, app
+from eventlake.cli import COMMAND_ORDER, app, main
 
 
 def test_every_command_is_registered_in_order() -> None:
@@ -62,6 +62,20 @@ def test_runs_as_a_module() -> None:
     assert result.returncode == 0, result.stderr
     for command in ("start", "stop", "status"):
         assert command in result.stdout
+
+
+def test_a_setting_the_environment_gives_wrong_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_MAX_OFFSETS_PER_TRIGGER", "-1")
+
+    with pytest.raises(SystemExit) as exited:
+        main(["status"])
+
+    assert exited.value.code == 2
+    said = capsys.readouterr().err
+    assert said.startswith("error: EVENTLAKE_MAX_OFFSETS_PER_TRIGGER: Input should be greater")
+    assert said.count("\n") == 1
 
 
 @pytest.mark.parametrize(

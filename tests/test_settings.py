@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.settings import load_settings
+from eventlake.settings import InvalidSettingError, load_settings
 
 
 def test_environment_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,3 +54,46 @@ def test_kafka_options_and_password_reach_client_config(monkeypatch: pytest.Monk
     assert options["security.protocol"] == "SASL_PLAINTEXT"
     assert options["sasl.password"] == "s3cret"
     assert "s3cret" not in repr(settings)
+
+
+def test_a_variable_the_settings_cannot_take_is_named_with_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_DEDUP_HORIZON_HOURS", "a week")
+
+    with pytest.raises(InvalidSettingError) as refused:
+        load_settings()
+
+    assert str(refused.value).startswith("EVENTLAKE_DEDUP_HORIZON_HOURS: Input should be a valid")
+    assert "a week" not in str(refused.value)
+
+
+def test_json_that_does_not_parse_is_named_without_its_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_KAFKA_OPTIONS", '{"sasl.password": "hunter2"')
+
+    with pytest.raises(
+        InvalidSettingError, match=r"^EVENTLAKE_KAFKA_OPTIONS: not valid JSON"
+    ) as refused:
+        load_settings()
+
+    assert "hunter2" not in str(refused.value)
+
+
+def test_a_refused_part_of_a_structured_variable_is_named_by_its_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        "EVENTLAKE_REPUBLISH_ROUTES", '[{"source": "a", "target": "b", "partitions": 0}]'
+    )
+
+    with pytest.raises(
+        InvalidSettingError, match=r"^EVENTLAKE_REPUBLISH_ROUTES\[0\]\.partitions: "
+    ):
+        load_settings()
+
+
+def test_a_refused_override_is_named_as_a_setting() -> None:
+    with pytest.raises(InvalidSettingError, match=r"^setting shuffle_partitions: "):
+        load_settings(shuffle_partitions=0)

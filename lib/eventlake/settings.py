@@ -19,14 +19,19 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: The prefix of every setting's environment variable.
+ENV_PREFIX = "EVENTLAKE_"
 
 
 #: How a Kafka DAG is scheduled: its cron, the arrival of records on its topics, or both.
@@ -62,7 +67,7 @@ class Settings(BaseSettings):
 
     # A refused value is never echoed: it may be a secret (hide_input_in_errors).
     model_config = SettingsConfigDict(
-        env_prefix="EVENTLAKE_", extra="ignore", hide_input_in_errors=True
+        env_prefix=ENV_PREFIX, extra="ignore", hide_input_in_errors=True
     )
 
     bootstrap_servers: str = Field(
@@ -270,12 +275,58 @@ class Settings(BaseSettings):
         return options
 
 
+SettingsT = TypeVar("SettingsT", bound=Settings)
+
+
+class InvalidSettingError(ValueError):
+    """A setting whose value is refused: an ``EVENTLAKE_*`` variable, or an override
+    (a command's option). The message names each and says why, never the value, which
+    may be a secret."""
+
+
+def build_settings(kind: type[SettingsT], overrides: Mapping[str, Any]) -> SettingsT:
+    """``kind`` from the environment and ``overrides`` (None values left out); a value
+    it cannot take is an :class:`InvalidSettingError` naming the variable, not
+    pydantic's report.
+
+    Example:
+        >>> build_settings(Settings, {"shuffle_partitions": 0})
+        Traceback (most recent call last):
+        InvalidSettingError: setting shuffle_partitions: Input should be greater than ...
+    """
+    clean = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return kind(**clean)
+    except ValidationError as error:
+        problems = [
+            f"{_setting_name(tuple(detail['loc']), clean)}: {detail['msg']}"
+            for detail in error.errors()
+        ]
+        raise InvalidSettingError("; ".join(problems)) from None
+    except SettingsError as error:
+        # A JSON-valued variable (EVENTLAKE_KAFKA_OPTIONS, EVENTLAKE_QUALITY, ...) that
+        # does not parse; pydantic-settings names the field and keeps the parser's error.
+        found = re.search(r'field "([^"]+)"', str(error))
+        name = f"{ENV_PREFIX}{found.group(1).upper()}" if found else "an EVENTLAKE_* variable"
+        cause = error.__cause__
+        why = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause)
+        raise InvalidSettingError(f"{name}: {why}") from None
+
+
+def _setting_name(loc: tuple[Any, ...], overrides: Mapping[str, Any]) -> str:
+    """How a user set the value at ``loc``: an override by its field name, otherwise its
+    environment variable; a part inside it as ``[0].partitions``."""
+    field, *inside = loc
+    name = f"setting {field}" if field in overrides else f"{ENV_PREFIX}{str(field).upper()}"
+    return name + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in inside)
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, with explicit overrides taking precedence.
+    """Settings from the environment, with explicit overrides taking precedence; a value
+    they cannot take is an :class:`InvalidSettingError`.
 
     Example:
         >>> load_settings(bootstrap_servers="kafka:9092").bootstrap_servers
         'kafka:9092'
     """
-    clean = {key: value for key, value in overrides.items() if value is not None}
-    return Settings(**clean)
+    return build_settings(Settings, overrides)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Sequence
 from typing import Final
 
 import typer
@@ -30,6 +31,7 @@ from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
 from eventlake.cli.common import app, prose
+from eventlake.settings import InvalidSettingError
 
 __all__ = ["app", "cluster", "jobs", "local", "main", "reports"]
 
@@ -86,10 +88,21 @@ def _help_as_prose(commands: typer.Typer) -> None:
 _help_as_prose(app)
 
 
-def main() -> None:
-    """Entry point for ``python -m eventlake.cli`` and the jobs/ scripts.
+def main(arguments: Sequence[str] | None = None) -> None:
+    """Entry point of the ``eventlake`` command, ``python -m eventlake.cli`` and the
+    jobs/ scripts (``arguments``: the command's, ``sys.argv``'s by default). A setting
+    the environment gives a value it cannot take is refused in one line (exit 2),
+    whichever command read it.
 
     Example:
-        $ python -m eventlake.cli status --json
+        $ EVENTLAKE_SHUFFLE_PARTITIONS=0 eventlake status
+        error: EVENTLAKE_SHUFFLE_PARTITIONS: Input should be greater than or equal to 1 ...
     """
-    app(sys.argv[1:])
+    try:
+        app(list(sys.argv[1:] if arguments is None else arguments))
+    except InvalidSettingError as error:
+        # Outside the command's context: typer.Exit (fail) would not be caught here.
+        typer.echo(
+            f"error: {error}. See docs/settings.md for every EVENTLAKE_* variable.", err=True
+        )
+        sys.exit(2)

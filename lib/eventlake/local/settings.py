@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
-from eventlake.settings import PROJECT_ROOT, Settings
+from eventlake.settings import PROJECT_ROOT, Settings, build_settings
 
 
 class LocalSettings(Settings):
@@ -86,5 +86,4 @@ def load_local_settings(**overrides: Any) -> LocalSettings:
         >>> load_local_settings(airflow_port=18080).airflow_port
         18080
     """
-    clean = {key: value for key, value in overrides.items() if value is not None}
-    return LocalSettings(**clean)
+    return build_settings(LocalSettings, overrides)

@@ -31,7 +31,10 @@ Every setting is read from an environment variable, `EVENTLAKE_<NAME>` in capita
 (`warehouse` -> `EVENTLAKE_WAREHOUSE`); a CLI option, where a command has one, wins
 over it. Lists and objects are JSON (`EVENTLAKE_STATE_TOPICS='["orders"]'`). A secret
 has no default and is never shown: not in logs, command lines or UIs (see
-[security](security.md)). `<checkout>` is the folder eventlake runs from.
+[security](security.md)). `<checkout>` is the folder eventlake runs from. A value a
+setting cannot take (not a number, out of range, JSON that does not parse) stops every
+command before it starts, in one line naming the variable and why (exit 2), without
+the value.
 """
 
 
