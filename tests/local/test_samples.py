@@ -27,3 +27,15 @@ def test_no_seed_gives_new_event_ids_each_time() -> None:
 
     assert len(first) > 40
     assert first.isdisjoint(second)
+
+
+def test_the_samples_command_refuses_a_name_kafka_refuses_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    result = CliRunner().invoke(app, ["samples", "--topic", "bad topic", "--count", "3"])
+
+    assert result.exit_code == 2, result.output
+    assert "Invalid --topic 'bad topic': use 1-249 characters" in result.output
+    assert "Traceback" not in result.output

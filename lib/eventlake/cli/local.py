@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from eventlake.cli.common import BootstrapOption, app, fail, job_settings
+from eventlake.cli.common import BootstrapOption, app, fail, job_settings, refused
 
 broker_app = typer.Typer(
     help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
@@ -74,9 +74,18 @@ def samples(
     bootstrap_servers: BootstrapOption = None,
 ) -> None:
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
+    from eventlake.kafka import (
+        InvalidTopicNameError,
+        KafkaConnectionError,
+        check_connection,
+        check_topic_name,
+    )
     from eventlake.local.samples import produce_samples
 
     settings = job_settings(bootstrap_servers)
+    with refused(InvalidTopicNameError, KafkaConnectionError):
+        check_topic_name(topic, "--topic")
+        check_connection(settings)
     produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
     typer.echo(
         json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
