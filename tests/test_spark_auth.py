@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 from pyspark.sql import SparkSession
 
 from eventlake.orchestration.submit import spark_submit_args, submit_kwargs
-from eventlake.settings import load_settings
+from eventlake.settings import InvalidSettingError, load_settings
 from eventlake.spark import spark_conf
 from eventlake.spark_auth import (
     AUTH_CONF,
@@ -78,7 +78,7 @@ def test_the_driver_gets_the_secret_only_through_the_session_builder() -> None:
 
 
 def test_a_secret_with_edge_spaces_is_refused_without_echoing_it() -> None:
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(InvalidSettingError) as refused:
         load_settings(spark_auth_secret=" hunter2 ")
 
     assert "white space" in str(refused.value)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -298,11 +298,9 @@ def build_settings(kind: type[SettingsT], overrides: Mapping[str, Any]) -> Setti
     try:
         return kind(**clean)
     except ValidationError as error:
-        problems = [
-            f"{_setting_name(tuple(detail['loc']), clean)}: {detail['msg']}"
-            for detail in error.errors()
-        ]
-        raise InvalidSettingError("; ".join(problems)) from None
+        raise InvalidSettingError(
+            validation_problems(error, lambda loc: _setting_name(loc, clean))
+        ) from None
     except SettingsError as error:
         # A JSON-valued variable (EVENTLAKE_KAFKA_OPTIONS, EVENTLAKE_QUALITY, ...) that
         # does not parse; pydantic-settings names the field and keeps the parser's error.
@@ -313,12 +311,33 @@ def build_settings(kind: type[SettingsT], overrides: Mapping[str, Any]) -> Setti
         raise InvalidSettingError(f"{name}: {why}") from None
 
 
+def validation_problems(error: ValidationError, where: Callable[[tuple[Any, ...]], str]) -> str:
+    """pydantic's refusal in one line: each refused place, named by ``where(loc)``, and
+    why; never the value (it may be a secret), nor pydantic's links.
+
+    Example:
+        >>> validation_problems(error, lambda loc: "EVENTLAKE_QUALITY" + place(loc))
+        'EVENTLAKE_QUALITY.defaults.max_rows: Input should be a valid integer ...'
+    """
+    return "; ".join(f"{where(tuple(detail['loc']))}: {detail['msg']}" for detail in error.errors())
+
+
+def place(loc: Sequence[Any]) -> str:
+    """A place inside a value as a suffix: ``[0].partitions`` for ``(0, "partitions")``.
+
+    Example:
+        >>> place(("defaults", "max_rows"))
+        '.defaults.max_rows'
+    """
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
 def _setting_name(loc: tuple[Any, ...], overrides: Mapping[str, Any]) -> str:
     """How a user set the value at ``loc``: an override by its field name, otherwise its
     environment variable; a part inside it as ``[0].partitions``."""
     field, *inside = loc
     name = f"setting {field}" if field in overrides else f"{ENV_PREFIX}{str(field).upper()}"
-    return name + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in inside)
+    return name + place(inside)
 
 
 def load_settings(**overrides: Any) -> Settings:

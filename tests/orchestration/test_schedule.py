@@ -72,5 +72,5 @@ def test_settings_default_to_the_cron() -> None:
 
 def test_settings_refuse_an_unknown_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVENTLAKE_INGEST_SCHEDULE", "hourly")
-    with pytest.raises(ValueError, match="ingest_schedule"):
+    with pytest.raises(ValueError, match=r"EVENTLAKE_INGEST_SCHEDULE: Input should be .schedule."):
         load_settings()

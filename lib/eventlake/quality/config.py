@@ -25,6 +25,8 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from eventlake.settings import place, validation_problems
+
 Severity = Literal["error", "warning"]
 
 
@@ -160,7 +162,8 @@ class QualityConfig(BaseModel):
         try:
             return TopicRules.model_validate(merged)
         except ValidationError as error:
-            raise QualityConfigError(f"quality rules of topic {topic!r}: {error}") from error
+            problems = validation_problems(error, lambda loc: f"topics.{topic}{place(loc)}")
+            raise QualityConfigError(f"EVENTLAKE_QUALITY: {problems}") from None
 
 
 def load_quality_config(raw: dict[str, Any] | QualityConfig) -> QualityConfig:
@@ -173,6 +176,10 @@ def load_quality_config(raw: dict[str, Any] | QualityConfig) -> QualityConfig:
     if isinstance(raw, QualityConfig):
         return raw
     try:
-        return QualityConfig.model_validate(raw)
+        config = QualityConfig.model_validate(raw)
     except ValidationError as error:
-        raise QualityConfigError(f"EVENTLAKE_QUALITY is not valid: {error}") from error
+        problems = validation_problems(error, lambda loc: f"EVENTLAKE_QUALITY{place(loc)}")
+        raise QualityConfigError(problems) from None
+    for topic in config.topics:
+        config.rules_for(topic)  # a topic's overrides may break a rule with the defaults
+    return config
