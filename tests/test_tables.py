@@ -72,6 +72,20 @@ def test_existing_tables_are_not_reported_as_new(
     assert ensure_tables(spark, warehouse_settings) == set()
 
 
+def test_existing_tables_with_every_column_are_left_without_a_delta_command(
+    spark: SparkSession, warehouse_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from delta.tables import DeltaTable
+
+    ensure_tables(spark, warehouse_settings)
+
+    def no_delta_command(*_: object) -> None:
+        raise AssertionError("ensure_tables ran a Delta command on complete tables")
+
+    monkeypatch.setattr(DeltaTable, "createIfNotExists", no_delta_command)
+    assert ensure_tables(spark, warehouse_settings) == set()
+
+
 def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:

@@ -408,6 +408,11 @@ def ensure_table(
     from delta.exceptions import MetadataChangedException, ProtocolChangedException
     from delta.tables import DeltaTable
 
+    if _has_every_column(path, schema):
+        # Nothing to create or add: no Delta command, whose first in a process loads
+        # the table's snapshot through Spark (~1 s; a run with nothing new needs none).
+        return
+
     def ensure() -> None:
         try:
             table = (
@@ -438,6 +443,20 @@ def ensure_table(
         retryable=(ProtocolChangedException, MetadataChangedException, TableCreationRaceError),
         attempts=5,
     )
+
+
+def _has_every_column(path: str, schema: StructType) -> bool:
+    """Whether the Delta table at ``path`` exists with every column of ``schema``, read
+    from its log with delta-rs; False when it cannot tell (no table, a table feature
+    delta-rs does not read): :func:`ensure_table` then asks Delta."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        table = delta_rs_table(path)
+        present = set() if table is None else {f.name for f in table.schema().fields}
+    except DeltaError:
+        return False
+    return all(field.name in present for field in schema.fields)
 
 
 def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
