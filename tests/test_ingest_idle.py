@@ -1,0 +1,75 @@
+"""eventlake.ingest.idle: whether an ingest has anything to land, without Spark."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from typer.testing import CliRunner
+
+from eventlake.cli import app
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.ingest.idle import nothing_to_land
+from eventlake.kafka import create_topic
+from eventlake.local.broker import LocalBroker
+from eventlake.settings import Settings
+from tests.helpers import produce_events, read_table
+
+
+def test_a_topic_landed_to_its_end_has_nothing_to_land_until_a_record_arrives(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    produce_events(warehouse_settings, topic_name, 6)
+    request = IngestRequest(topics=(topic_name,))
+    run_ingest(spark, warehouse_settings, request)
+
+    assert nothing_to_land(warehouse_settings, request)
+
+    produce_events(warehouse_settings, topic_name, 1, prefix="late")
+    assert not nothing_to_land(warehouse_settings, request)
+
+
+def test_a_topic_never_landed_has_something_to_land_unless_it_is_empty(
+    broker: LocalBroker, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    request = IngestRequest(topics=(topic_name,))
+
+    assert nothing_to_land(warehouse_settings, request)
+
+    produce_events(warehouse_settings, topic_name, 1)
+    assert not nothing_to_land(warehouse_settings, request)
+
+
+def test_runs_the_check_cannot_answer_for_are_left_to_spark(
+    broker: LocalBroker, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+
+    for request in (
+        IngestRequest(topics=(topic_name,), state=True),  # the state's compaction check
+        IngestRequest(topic_pattern=f"{topic_name}.*"),  # the pattern's topics
+        IngestRequest(topics=(topic_name,), ending_offsets="latest"),  # a bounded run
+        IngestRequest(topics=(f"{topic_name}-missing",)),  # the run refuses it
+    ):
+        assert not nothing_to_land(warehouse_settings, request), request
+
+
+def test_the_ingest_command_with_nothing_new_says_so_and_lands_nothing_twice(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 4)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    arguments = ["ingest", "--topic", topic_name, "--warehouse", str(warehouse_settings.warehouse)]
+    arguments += ["--bootstrap-servers", warehouse_settings.bootstrap_servers]
+
+    idle = CliRunner().invoke(app, arguments)
+    produce_events(warehouse_settings, topic_name, 2, prefix="next")
+    landing = CliRunner().invoke(app, arguments)
+
+    assert idle.exit_code == 0, idle.output
+    assert f"ingest: nothing new on {topic_name}" in idle.output
+    assert "read=0 events=0 rejects=0 batches=0" in idle.output
+    assert landing.exit_code == 0, landing.output
+    assert "read=2 events=2" in landing.output
+    assert read_table(spark, warehouse_settings, "events").count() == 6
