@@ -1,4 +1,4 @@
-"""eventlake.ingest.idle: whether an ingest has anything to land, without Spark."""
+"""eventlake.idle: whether an ingest or a republish has anything to do, without Spark."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eventlake.cli import app
+from eventlake.idle import nothing_to_land, nothing_to_send
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.ingest.idle import nothing_to_land
 from eventlake.kafka import create_topic
 from eventlake.local.broker import LocalBroker
+from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from tests.helpers import produce_events, read_table
 
@@ -73,3 +74,44 @@ def test_the_ingest_command_with_nothing_new_says_so_and_lands_nothing_twice(
     assert landing.exit_code == 0, landing.output
     assert "read=2 events=2" in landing.output
     assert read_table(spark, warehouse_settings, "events").count() == 6
+
+
+def test_a_route_sent_to_its_end_has_nothing_to_send_until_a_record_arrives(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 3)
+    request = RepublishRequest(source=topic_name, target=f"{topic_name}.copy")
+    assert not nothing_to_send(warehouse_settings, request)  # the target is not there yet
+
+    run_republish(spark, warehouse_settings, request)
+    assert nothing_to_send(warehouse_settings, request)
+    # Another route from the same source has sent nothing yet.
+    assert not nothing_to_send(
+        warehouse_settings, RepublishRequest(source=topic_name, target=f"{topic_name}.other")
+    )
+
+    produce_events(warehouse_settings, topic_name, 1, prefix="late")
+    assert not nothing_to_send(warehouse_settings, request)
+
+
+def test_the_republish_command_with_nothing_new_says_so_and_sends_the_next_records(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 2)
+    target = f"{topic_name}.copy"
+    run_republish(spark, warehouse_settings, RepublishRequest(source=topic_name, target=target))
+    arguments = ["republish", "--source", topic_name, "--target", target]
+    arguments += ["--warehouse", str(warehouse_settings.warehouse)]
+    arguments += ["--bootstrap-servers", warehouse_settings.bootstrap_servers]
+
+    idle = CliRunner().invoke(app, arguments)
+    produce_events(warehouse_settings, topic_name, 3, prefix="next")
+    sending = CliRunner().invoke(app, arguments)
+
+    assert idle.exit_code == 0, idle.output
+    assert f"republish: nothing new on {topic_name}" in idle.output
+    assert "read=0 republished=0" in idle.output
+    assert sending.exit_code == 0, sending.output
+    assert "read=3 republished=3" in sending.output
