@@ -28,7 +28,7 @@ from eventlake.lineage import lineage_configured
 from eventlake.republish.request import RepublishRequest
 from eventlake.settings import Settings
 from eventlake.streaming import AVAILABLE_NOW
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.tables import EVENTS, REJECTS, is_delta_table
 
 #: Seconds each Kafka request of the check may take: past them, the run decides.
 CHECK_TIMEOUT = 5.0
@@ -83,9 +83,9 @@ def landed_to_the_end(
     *,
     also_existing: Sequence[str] = (),
 ) -> bool:
-    """True when ``job``'s marks in ``table`` equal every partition's end offset of
-    ``topics`` (a partition that holds no record needs none), and the topics and
-    ``also_existing`` exist; False when Kafka does not answer in time.
+    """True when the Delta table ``table`` exists and ``job``'s marks in it equal every
+    partition's end offset of ``topics`` (a partition that holds no record needs none),
+    and the topics and ``also_existing`` exist; False when Kafka does not answer in time.
 
     Example:
         >>> landed_to_the_end(settings, settings.table_path(EVENTS), INGEST, ["orders"])
@@ -96,6 +96,8 @@ def landed_to_the_end(
     from eventlake.compaction import topic_offsets
     from eventlake.kafka import missing_topics
 
+    if not is_delta_table(table):
+        return False  # a first run creates the tables, even of an empty topic
     _, marks = read_marks(table, job, topics)
     try:
         if missing_topics(settings, [*topics, *also_existing], timeout=CHECK_TIMEOUT):
