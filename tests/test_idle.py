@@ -16,6 +16,12 @@ from eventlake.tables import ensure_tables
 from tests.helpers import produce_events, read_table
 
 
+def _command(settings: Settings, *arguments: str) -> list[str]:
+    """An ``eventlake`` command line on the test's warehouse and broker."""
+    where = ["--warehouse", str(settings.warehouse), "--bootstrap-servers"]
+    return [*arguments, *where, settings.bootstrap_servers]
+
+
 def test_a_topic_landed_to_its_end_has_nothing_to_land_until_a_record_arrives(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
@@ -65,8 +71,7 @@ def test_the_ingest_command_with_nothing_new_says_so_and_lands_nothing_twice(
     create_topic(warehouse_settings, topic_name)
     produce_events(warehouse_settings, topic_name, 4)
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    arguments = ["ingest", "--topic", topic_name, "--warehouse", str(warehouse_settings.warehouse)]
-    arguments += ["--bootstrap-servers", warehouse_settings.bootstrap_servers]
+    arguments = _command(warehouse_settings, "ingest", "--topic", topic_name)
 
     idle = CliRunner().invoke(app, arguments)
     produce_events(warehouse_settings, topic_name, 2, prefix="next")
@@ -106,9 +111,8 @@ def test_the_republish_command_with_nothing_new_says_so_and_sends_the_next_recor
     produce_events(warehouse_settings, topic_name, 2)
     target = f"{topic_name}.copy"
     run_republish(spark, warehouse_settings, RepublishRequest(source=topic_name, target=target))
-    arguments = ["republish", "--source", topic_name, "--target", target]
-    arguments += ["--warehouse", str(warehouse_settings.warehouse)]
-    arguments += ["--bootstrap-servers", warehouse_settings.bootstrap_servers]
+    route = ["--source", topic_name, "--target", target]
+    arguments = _command(warehouse_settings, "republish", *route)
 
     idle = CliRunner().invoke(app, arguments)
     produce_events(warehouse_settings, topic_name, 3, prefix="next")
