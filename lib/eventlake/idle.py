@@ -31,7 +31,7 @@ from eventlake.streaming import AVAILABLE_NOW
 from eventlake.tables import EVENTS, REJECTS, is_delta_table
 
 #: Seconds each Kafka request of the check may take: past them, the run decides.
-CHECK_TIMEOUT = 5.0
+CHECK_TIMEOUT = 2.0
 
 
 def nothing_to_land(settings: Settings, request: IngestRequest) -> bool:

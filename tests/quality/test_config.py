@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from eventlake.quality.config import CheckName, QualityConfigError, load_quality_config
@@ -38,3 +40,24 @@ def test_override_that_breaks_row_bounds_is_refused_when_the_rules_are_read() ->
     # Before any check runs: the topic's overrides merged with the defaults break a rule.
     with pytest.raises(QualityConfigError, match=r"^EVENTLAKE_QUALITY: topics\.t: .*max_rows"):
         load_quality_config({"defaults": {"min_rows": 10}, "topics": {"t": {"max_rows": 5}}})
+
+
+def test_the_check_command_refuses_rules_that_do_not_hold_before_spark_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    def no_spark(*_: object, **__: object) -> None:
+        raise AssertionError("the check started Spark before reading its rules")
+
+    monkeypatch.setattr("eventlake.spark.build_spark_session", no_spark)
+    rules = '{"defaults": {"max_rows": 2}, "topics": {"a": {"min_rows": 5}}}'
+    monkeypatch.setenv("EVENTLAKE_QUALITY", rules)
+
+    result = CliRunner().invoke(app, ["check", "--warehouse", str(tmp_path)])
+
+    assert result.exit_code == 2, result.output
+    said = "EVENTLAKE_QUALITY: topics.a: Value error, max_rows (2) is below min_rows (5)"
+    assert said in result.output

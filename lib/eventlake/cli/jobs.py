@@ -403,12 +403,18 @@ def check(
     """
     # pyspark first, on this thread: the import below must not race it for pyspark's modules.
     from eventlake.driver_work import DriverWork
-    from eventlake.quality import CheckRequest, QualityError
+    from eventlake.quality import (
+        CheckRequest,
+        QualityConfigError,
+        QualityError,
+        load_quality_config,
+    )
     from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     settings = job_settings(warehouse=warehouse)
-    with refused(QualityError, *SETUP_ERRORS):
+    with refused(QualityError, QualityConfigError, *SETUP_ERRORS):
         request = CheckRequest(table=table, full=full, topic=topic)
+        load_quality_config(settings.quality)  # rules that do not hold: refused before Spark
         # Great Expectations' import (~2.5 s) runs while the Spark session starts.
         import_in_background("eventlake.quality.run")
         spark = build_spark_session(settings, app_name="eventlake-check", work=DriverWork.CHECKING)
