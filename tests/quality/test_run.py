@@ -281,6 +281,21 @@ def test_topic_option_checks_only_that_topic(incremental_run: CliRun) -> None:
     assert {r.topic_filter for r in incremental_run.rows} == {GOOD}
 
 
+def test_a_topic_never_landed_is_refused_before_spark_not_passed_on_zero_rows(
+    lake: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_spark(*_: object, **__: object) -> None:
+        raise AssertionError("the check started Spark for a topic it cannot check")
+
+    monkeypatch.setattr("eventlake.spark.build_spark_session", no_spark)
+    result = CliRunner().invoke(
+        app, ["check", "--warehouse", str(lake.warehouse), "--topic", f"{GOOD}-misspelt"]
+    )
+
+    assert result.exit_code == 2, result.output
+    assert f"No record of topic '{GOOD}-misspelt' has landed in events" in result.output
+
+
 # --- a crafted table: what ingest would never write ----------------------------------
 
 

@@ -408,13 +408,16 @@ def check(
         QualityConfigError,
         QualityError,
         load_quality_config,
+        require_checkable,
     )
     from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     settings = job_settings(warehouse=warehouse)
     with refused(QualityError, QualityConfigError, *SETUP_ERRORS):
         request = CheckRequest(table=table, full=full, topic=topic)
-        load_quality_config(settings.quality)  # rules that do not hold: refused before Spark
+        # Refused before Spark: rules that do not hold, a missing table, an unlanded topic.
+        load_quality_config(settings.quality)
+        require_checkable(settings, request)
         # Great Expectations' import (~2.5 s) runs while the Spark session starts.
         import_in_background("eventlake.quality.run")
         spark = build_spark_session(settings, app_name="eventlake-check", work=DriverWork.CHECKING)

@@ -35,7 +35,7 @@ from eventlake.quality.config import (
     load_quality_config,
 )
 from eventlake.quality.quiet import quiet_gx_import_logs
-from eventlake.quality.request import CheckRequest, QualityError
+from eventlake.quality.request import CheckRequest, QualityError, require_checkable
 from eventlake.quality.results import CheckReport, CheckResult
 
 # Before any module of the package can import great_expectations: its import-time loggers
@@ -67,5 +67,6 @@ __all__ = [
     "QualityError",
     "TopicRules",
     "load_quality_config",
+    "require_checkable",
     "run_checks",
 ]

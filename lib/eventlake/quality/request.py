@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from eventlake.tables import EVENTS
+from eventlake.ledger import INGEST, read_marks
+from eventlake.settings import Settings
+from eventlake.tables import EVENTS, is_delta_table
 
 CHECKABLE_TABLES: Final = (EVENTS,)
 
@@ -41,3 +43,27 @@ class CheckRequest:
             )
         if self.topic is not None and not self.topic.strip():
             raise QualityError("--topic must name a topic.")
+
+
+def require_checkable(settings: Settings, request: CheckRequest) -> None:
+    """Refuse, before any Spark work, a check of a table that is not there or of a topic
+    that no ingest has landed a record of (a misspelt topic would otherwise check zero
+    rows and pass). Read from the table's log with delta-rs: its ingest marks.
+
+    Example:
+        >>> require_checkable(settings, CheckRequest(topic="ordres"))
+        Traceback (most recent call last):
+        QualityError: No record of topic 'ordres' has landed in events ...
+    """
+    table_path = settings.table_path(request.table)
+    if not is_delta_table(table_path):
+        raise QualityError(f"No {request.table} table at {table_path}: run `eventlake ingest`.")
+    if request.topic is None:
+        return
+    _, marks = read_marks(table_path, INGEST, [request.topic])
+    if not marks:
+        raise QualityError(
+            f"No record of topic {request.topic!r} has landed in {request.table}: check the "
+            "name (`eventlake status` lists the topics landed), or run `eventlake ingest "
+            f"--topic {request.topic}` first."
+        )

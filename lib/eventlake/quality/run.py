@@ -56,7 +56,7 @@ from eventlake.quality.plan import (
     with_occurrences,
     with_topic_columns,
 )
-from eventlake.quality.request import CheckRequest, QualityError
+from eventlake.quality.request import CheckRequest, QualityError, require_checkable
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
 from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
@@ -125,9 +125,8 @@ def _run_checks(
         rules_config = config or load_quality_config(settings.quality)
     except QualityConfigError as error:
         raise QualityError(str(error)) from error
+    require_checkable(settings, request)
     table_path = settings.table_path(request.table)
-    if not is_delta_table(table_path):
-        raise QualityError(f"No {request.table} table at {table_path}: run `eventlake ingest`.")
     run_time = datetime.now(UTC)
     run_id = uuid.uuid4().hex
     after_table, after_rejects = last_checked_versions(spark, settings, request)
