@@ -11,8 +11,9 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -26,6 +27,8 @@ from eventlake.cli.common import (
     refused,
     run_job,
 )
+
+SummaryT = TypeVar("SummaryT")
 
 
 def _kafka_job_refusals() -> tuple[type[Exception], ...]:
@@ -74,6 +77,28 @@ def _streaming_refusals() -> tuple[type[Exception], ...]:
     from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
 
     return (CheckpointMismatchError, CheckpointBusyError, *_kafka_job_refusals())
+
+
+def _run_unless_idle(
+    command: str,
+    topics: Sequence[str],
+    nothing_new: Callable[[], bool],
+    idle_summary: Callable[[float], SummaryT],
+    run: Callable[[], SummaryT],
+) -> SummaryT:
+    """``run()``, unless ``nothing_new()`` (:mod:`eventlake.idle`, checked without Spark)
+    says the ledger holds every record of ``topics`` up to their ends: then say so and
+    return the empty summary of the seconds the check took.
+
+    Example:
+        >>> _run_unless_idle("ingest", ["a"], lambda: True, IngestSummary, lambda: ...)
+        ingest: nothing new on a
+    """
+    started = time.monotonic()
+    if nothing_new():
+        typer.echo(f"{command}: nothing new on {', '.join(topics)}")
+        return idle_summary(time.monotonic() - started)
+    return run()
 
 
 @app.command()
@@ -146,15 +171,15 @@ def ingest(
             auto_reconcile=auto_reconcile,
             dedup=dedup or settings.dedup,
         )
-        started = time.monotonic()
-        if nothing_to_land(settings, request):
-            # Checked without Spark: the ledger holds every record up to the topics' ends.
-            summary = IngestSummary(seconds=time.monotonic() - started)
-            typer.echo(f"ingest: nothing new on {', '.join(request.topics)}")
-        else:
-            summary = run_job(
-                settings, "eventlake-ingest", run_ingest, request, work=request.driver_work
-            )
+        summary = _run_unless_idle(
+            "ingest",
+            request.topics,
+            partial(nothing_to_land, settings, request),
+            lambda seconds: IngestSummary(seconds=seconds),
+            partial(
+                run_job, settings, "eventlake-ingest", run_ingest, request, work=request.driver_work
+            ),
+        )
     typer.echo(summary.line())
 
 
@@ -372,15 +397,13 @@ def republish(
             trail_header=trail_header or None,
             checkpoint_name=checkpoint_name,
         )
-        started = time.monotonic()
-        if nothing_to_send(settings, request):
-            # Checked without Spark: the route's ledger holds the source up to its end.
-            summary = RepublishSummary(
-                source=source, target=target, seconds=time.monotonic() - started
-            )
-            typer.echo(f"republish: nothing new on {source}")
-        else:
-            summary = run_job(settings, "eventlake-republish", run_republish, request)
+        summary = _run_unless_idle(
+            "republish",
+            [source],
+            partial(nothing_to_send, settings, request),
+            lambda seconds: RepublishSummary(source=source, target=target, seconds=seconds),
+            partial(run_job, settings, "eventlake-republish", run_republish, request),
+        )
     typer.echo(summary.line())
 
 
