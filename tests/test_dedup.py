@@ -16,6 +16,7 @@ from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.ledger import Ledger
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
+from eventlake.state import reconcile_state
 from eventlake.tables import EVENTS, REJECTS, state_path
 from tests.helpers import binary_headers, read_table
 
@@ -91,21 +92,28 @@ def test_a_reject_earlier_in_the_batch_makes_no_duplicate_of_a_valid_event(
     assert f"first landed at {topic_name}/0/1 " in rejects[2][1]
 
 
-def test_with_state_a_repeated_event_changes_no_state(
+def test_with_state_a_repeat_is_the_keys_latest_record_as_reconcile_reads_the_topic(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
     create_topic(warehouse_settings, topic_name)
     request = IngestRequest(topics=(topic_name,), dedup=True, state=True)
     produce_all(warehouse_settings, topic_name, [(b"k", b'{"v": 1}', binary_headers("a"))])
     run_ingest(spark, warehouse_settings, request)
-    # The same event again (same source and id), under the same key with other data.
-    produce_all(warehouse_settings, topic_name, [(b"k", b'{"v": 2}', binary_headers("a"))])
+    # The key deleted, then the same event again (same source and id): on the topic (and
+    # after its compaction) the key's latest record is the repeat.
+    produce_all(
+        warehouse_settings,
+        topic_name,
+        [(b"k", None, []), (b"k", b'{"v": 1}', binary_headers("a"))],
+    )
 
     summary = run_ingest(spark, warehouse_settings, request)
 
     state = spark.read.format("delta").load(str(state_path(warehouse_settings, topic_name)))
-    assert [(r["kafka_offset"], bytes(r["data"])) for r in state.collect()] == [(0, b'{"v": 1}')]
-    assert summary.rejects_by_reason == {DUPLICATE_EVENT: 1}
+    assert [(r["kafka_offset"], bytes(r["data"])) for r in state.collect()] == [(2, b'{"v": 1}')]
+    assert summary.rejects_by_reason == {"plain_tombstone": 1, DUPLICATE_EVENT: 1}
+    reconciled = reconcile_state(spark, warehouse_settings, topic_name)
+    assert (reconciled.inserted, reconciled.updated, reconciled.deleted) == (0, 0, 0)
 
 
 def _in_pieces_of_two(settings: Settings, topic: str) -> Settings:

@@ -59,6 +59,17 @@ ATTRIBUTE_NAME_PATTERN: Final = "^[a-z0-9]+$"
 #: Longest detail text stored with a reject (the decoder cuts it; republish's own
 #: details too): hostile records can have huge names.
 DETAIL_MAX_CHARS: Final = 500
+#: The Kafka source's columns of a record the decoder reads and keeps (the rejects
+#: table keeps each as ``kafka_<name>``).
+KAFKA_RECORD_FIELDS: Final = (
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "key",
+    "value",
+    "headers",
+)
 
 
 CONTENT_MODE_BINARY: Final = "binary"
@@ -168,10 +179,7 @@ def _decoding(data_json: bool) -> list[Column]:
     columns."""
     return [
         cloudevents_from_kafka(F.col("value"), F.col("headers"), data_json=data_json).alias("_ce"),
-        *[
-            F.col(c)
-            for c in ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
-        ],
+        *[F.col(c) for c in KAFKA_RECORD_FIELDS],
     ]
 
 

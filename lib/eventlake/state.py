@@ -32,7 +32,14 @@ from typing import Any, TypeVar, cast
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import EVENT_COLUMNS, RejectReason
+from eventlake.binding import (
+    EVENT_COLUMNS,
+    KAFKA_RECORD_FIELDS,
+    RejectReason,
+    decode_records,
+    to_events,
+)
+from eventlake.duplicates import DUPLICATE_EVENT
 from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
@@ -93,7 +100,12 @@ def applicable_records(decoded: DataFrame) -> DataFrame:
 def records_from_tables(events: DataFrame, rejects: DataFrame | None = None) -> DataFrame:
     """A batch read back from the events and rejects tables (the rows its commits added),
     shaped as :func:`eventlake.binding.decode_records` rows for :func:`apply_state`: the
-    events, and the plain tombstones among the rejects (no other reject changes state).
+    events, the plain tombstones among the rejects, and the events ``--dedup`` rejected as
+    repeats, decoded again from their raw records (no other reject changes state).
+
+    Why repeats count: a state table is the topic's latest record per key, as
+    :func:`reconcile_state` reads it from the topic (which knows nothing of ``--dedup``)
+    and as Kafka's compaction keeps it (which may remove the first and keep the repeat).
 
     Example:
         >>> records_from_tables(rows_added_by(spark, events, 42, EVENTS_SCHEMA))
@@ -104,7 +116,20 @@ def records_from_tables(events: DataFrame, rejects: DataFrame | None = None) -> 
     tombstones = rejects.where(F.col("reason") == RejectReason.PLAIN_TOMBSTONE.value).select(
         *KAFKA_POSITION_COLUMNS, F.col("reason").alias("reject_reason")
     )
-    return valid.unionByName(tombstones, allowMissingColumns=True)
+    repeats = to_events(
+        decode_records(as_kafka_records(rejects.where(F.col("reason") == DUPLICATE_EVENT)))
+    ).select(*EVENT_COLUMNS, F.lit(None).cast("string").alias("reject_reason"))
+    return valid.unionByName(repeats).unionByName(tombstones, allowMissingColumns=True)
+
+
+def as_kafka_records(rejects: DataFrame) -> DataFrame:
+    """Rejects rows as the Kafka source's rows they were read as (the rejects table keeps
+    the raw record), for :func:`eventlake.binding.decode_records`.
+
+    Example:
+        >>> decode_records(as_kafka_records(rejects)).select("reject_reason").first()
+    """
+    return rejects.select(*(F.col(f"kafka_{c}").alias(c) for c in KAFKA_RECORD_FIELDS))
 
 
 def latest_per_key(records: DataFrame) -> DataFrame:
