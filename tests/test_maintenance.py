@@ -185,6 +185,7 @@ def test_run_maintenance_goes_on_with_the_tables_when_the_sweep_fails(
 
     assert summary.sweep_failed
     assert lines[0].startswith(f"{topic_name}: not checked: the topic does not exist on Kafka")
+    assert f"state/{topic_name} is left as it is" in lines[0]
     assert not any("Traceback" in line for line in lines)
     assert [r.table for r in summary.tables] == ["events", f"state/{topic_name}"]
 
@@ -199,6 +200,8 @@ def test_compaction_sweep_checks_the_other_topics_when_one_is_gone(
     )
 
     assert not gone.checked and "not checked" in gone.message
+    # No state table of that name either: a misspelt --topic, not a topic gone.
+    assert f"no state/{topic_name}-gone table: check the name" in gone.message
     assert checked.checked and checked.at_risk
 
 

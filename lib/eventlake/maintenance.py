@@ -39,7 +39,13 @@ from eventlake.kafka import (
 from eventlake.lineage import job_run, table_dataset
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
-from eventlake.tables import delta_path_sql, state_table_topics, warehouse_tables
+from eventlake.tables import (
+    delta_path_sql,
+    is_delta_table,
+    state_path,
+    state_table_topics,
+    warehouse_tables,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -297,10 +303,15 @@ def compaction_sweep(
     gone = set(missing_topics(settings, topics))
     for topic in dict.fromkeys(topics):
         if topic in gone:
-            message = (
+            where = (
                 f"{topic}: not checked: the topic does not exist on Kafka at "
-                f"{settings.bootstrap_servers}; state/{topic} is left as it is (remove the "
-                "folder if the topic is gone for good)"
+                f"{settings.bootstrap_servers}"
+            )
+            message = (
+                f"{where}; state/{topic} is left as it is (remove the folder if the topic "
+                "is gone for good)"
+                if is_delta_table(state_path(settings, topic))
+                else f"{where}, and the warehouse has no state/{topic} table: check the name"
             )
             results.append(SweepResult(topic, False, message, checked=False))
             continue
