@@ -114,15 +114,18 @@ def ingest(
         str,
         typer.Option(
             help="'earliest', 'latest' or per-partition JSON "
-            '({"topic":{"0":42}}); used for partitions the tables hold nothing of yet '
-            "(elsewhere a run starts where the tables stand)."
+            '({"topic":{"0":42}}; a partition it does not name: earliest); used for '
+            "partitions the tables hold nothing of yet (elsewhere a run starts where the "
+            "tables stand)."
         ),
     ] = "earliest",
     ending_offsets: Annotated[
         str | None,
         typer.Option(
             help="'latest' or per-partition JSON: makes a bounded batch run "
-            "(backfill/replay) that adds only records not already in the tables."
+            "(backfill/replay) that adds only records not already in the tables. A "
+            "partition the JSON does not name, or -1: up to its latest offset; an offset "
+            "past a partition's end: up to its end."
         ),
     ] = None,
     checkpoint_name: Annotated[

@@ -75,7 +75,8 @@ class IngestParams:
         metadata=option(
             "Ending offsets",
             "Empty for the usual incremental run; 'latest' or per-partition "
-            "JSON for a bounded backfill/replay that adds only records not yet ingested.",
+            "JSON for a bounded backfill/replay that adds only records not yet ingested "
+            "(a partition the JSON does not name: up to its latest offset).",
             flag="--ending-offsets",
             type=["null", "string"],
             pattern=_ENDING_OFFSETS_PATTERN,
