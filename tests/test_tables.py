@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,11 +15,13 @@ from eventlake.settings import Settings
 from eventlake.spark import release
 from eventlake.tables import (
     CHECKPOINT_INTERVAL,
+    DQ_RESULTS_SCHEMA,
     EVENTS,
     EVENTS_SCHEMA,
     KAFKA_SOURCE_SCHEMA,
     REJECTS,
     REJECTS_SCHEMA,
+    append_rows,
     ensure_table,
     ensure_tables,
     is_delta_table,
@@ -28,6 +30,7 @@ from eventlake.tables import (
     rows_as_of,
     state_path,
     state_table_topics,
+    table_schema,
     warehouse_tables,
 )
 from tests.helpers import Storage, held_storage
@@ -326,3 +329,49 @@ def test_a_delta_path_in_sql_has_its_backticks_doubled() -> None:
     from eventlake.tables import delta_path_sql
 
     assert delta_path_sql("/wh/state/a`b") == "delta.`/wh/state/a``b`"
+
+
+def test_the_schema_read_from_the_log_is_the_one_spark_created_the_table_with(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+
+    # Every type eventlake writes is there: VARIANT, maps, arrays of structs, timestamps.
+    assert table_schema(warehouse_settings.table_path(EVENTS)) == EVENTS_SCHEMA
+    assert table_schema(warehouse_settings.table_path(REJECTS)) == REJECTS_SCHEMA
+    assert table_schema(warehouse_settings.table_path("nothing")) is None
+
+
+def test_rows_appended_with_delta_rs_are_read_by_spark_as_written(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = tmp_path / "dq_results"
+    when = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
+    row = (
+        "r1",
+        when,
+        "events",
+        "events full@v9",
+        "orders",
+        "specversion",
+        "e",
+        "error",
+        False,
+        "2 of 9",
+        2,
+        [("orders", 1, 42)],
+        None,
+        9,
+        -1,
+    )
+
+    append_rows(path, [row], DQ_RESULTS_SCHEMA)  # creates the table
+    append_rows(path, [(*row[:4], "other", *row[5:])], DQ_RESULTS_SCHEMA)
+
+    read = spark.read.format("delta").load(str(path))
+    assert read.schema == DQ_RESULTS_SCHEMA
+    got = sorted(read.collect(), key=lambda r: r["topic"])
+    assert [r["topic"] for r in got] == ["orders", "other"]
+    assert got[0]["run_time"].astimezone(UTC) == when
+    assert [tuple(s) for s in got[0]["unexpected_sample"]] == [("orders", 1, 42)]
+    assert got[0]["success"] is False and got[0]["unexpected_count"] == 2

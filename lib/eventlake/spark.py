@@ -359,17 +359,22 @@ def session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[
                 spark.conf.set(key, old)
 
 
-def _plain(value: Any, data_type: DataType) -> Any:
-    """``value`` as Arrow reads a value of ``data_type``: structs given as tuples become dicts."""
+def plain_row(value: Any, data_type: DataType) -> Any:
+    """``value`` as Arrow reads a value of ``data_type``: structs given as tuples become dicts.
+
+    Example:
+        >>> plain_row(("orders", 3), StructType([...]))
+        {'topic': 'orders', 'n': 3}
+    """
     if value is None:
         return None
     if isinstance(data_type, StructType):
         fields = (
             value if isinstance(value, Mapping) else dict(zip(data_type.names, value, strict=True))
         )
-        return {f.name: _plain(fields.get(f.name), f.dataType) for f in data_type}
+        return {f.name: plain_row(fields.get(f.name), f.dataType) for f in data_type}
     if isinstance(data_type, ArrayType):
-        return [_plain(item, data_type.elementType) for item in value]
+        return [plain_row(item, data_type.elementType) for item in value]
     return value
 
 
@@ -390,7 +395,7 @@ def local_rows(
         return spark.range(0).select(F.inline(F.array().cast(ArrayType(schema))))
     import pyarrow as pa  # only the quality check's results need it; ingest never does
 
-    table = pa.Table.from_pylist([_plain(row, schema) for row in rows])
+    table = pa.Table.from_pylist([plain_row(row, schema) for row in rows])
     # Spark casts the inferred Arrow types (nulls, int64) to the schema's.
     return spark.createDataFrame(table, schema)
 

@@ -129,7 +129,7 @@ def _run_checks(
     table_path = settings.table_path(request.table)
     run_time = datetime.now(UTC)
     run_id = uuid.uuid4().hex
-    after_table, after_rejects = last_checked_versions(spark, settings, request)
+    after_table, after_rejects = last_checked_versions(settings, request)
     events_slice = read_slice(spark, table_path, after_table)
     rejects_path = settings.table_path(REJECTS)
     rejects_slice = (
@@ -207,7 +207,7 @@ def _run_checks(
             report.docs_index = validator.build_docs()
         rejects_version = rejects_slice.end_version if rejects_slice else -1
         # Last: the versions recorded here are where the next incremental run starts.
-        write_results(spark, settings, report, request, (events_slice.end_version, rejects_version))
+        write_results(settings, report, request, (events_slice.end_version, rejects_version))
     finally:
         # The repeated (source, id) keys with_occurrences held.
         release(events)

@@ -25,6 +25,7 @@ from eventlake.tables import (
     delta_rs_table,
     is_delta_table,
     rows_as_of,
+    table_schema,
 )
 
 
@@ -83,21 +84,24 @@ def new_data_files(commits: Iterable[Sequence[Mapping[str, Any]]]) -> list[str]:
     return list(files)
 
 
-def table_as_of(
-    spark: SparkSession, table: Path, version: int, snapshot: DataFrame | None = None
-) -> DataFrame:
+def table_as_of(spark: SparkSession, table: Path, version: int) -> DataFrame:
     """The whole Delta table at ``table`` as of ``version``: its data files read as
     Parquet when they hold its rows (:func:`eventlake.tables.rows_as_of`: no Spark jobs
-    for Delta's state), else through Delta (``snapshot``, when the caller has it).
+    for Delta's state; the schema from the log, with delta-rs), else through Delta.
 
     Example:
         >>> table_as_of(spark, settings.table_path("events"), 9).count()
         1000000
     """
-    if snapshot is None:
-        snapshot = spark.read.format("delta").option("versionAsOf", version).load(str(table))
-    rows = rows_as_of(spark, table, version, snapshot.schema)
-    return snapshot if rows is None else rows
+    schema = table_schema(table, version)
+    rows = None if schema is None else rows_as_of(spark, table, version, schema)
+    return rows if rows is not None else _through_delta(spark, table, version)
+
+
+def _through_delta(spark: SparkSession, table: Path, version: int) -> DataFrame:
+    """The table as of ``version`` through Delta's own scan (a Delta command: the
+    fallbacks only)."""
+    return spark.read.format("delta").option("versionAsOf", version).load(str(table))
 
 
 def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlice:
@@ -122,30 +126,32 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
         raise QualityError(f"No Delta table at {table}.")
     # From the log, without a Spark job (the table's history is one).
     end = landed_version(table) or 0
-    snapshot = spark.read.format("delta").option("versionAsOf", end).load(str(table))
-    if after is None:
-        return TableSlice(table_as_of(spark, table, end, snapshot), end)
+    # From the log too: Delta's scan is read only where the files cannot be (fallbacks).
+    schema = table_schema(table, end)
+    if after is None or schema is None:
+        return TableSlice(table_as_of(spark, table, end), end)
     if after >= end:
-        return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
+        return TableSlice(local_rows(spark, [], schema), end, after)
     found = [commit_actions(table, version) for version in range(after + 1, end + 1)]
     commits = [c for c in found if c is not None]
     if len(commits) < len(found):
-        whole = table_as_of(spark, table, end, snapshot)
+        whole = table_as_of(spark, table, end)
         return TableSlice(whole, end, note=f"log of v{after + 1} expired: whole table")
     files = new_data_files(commits)
     if not files:
-        return TableSlice(local_rows(spark, [], snapshot.schema), end, after)
+        return TableSlice(local_rows(spark, [], schema), end, after)
     # From the log with delta-rs: the table's detail through Spark is a job of its own.
     metadata = delta_rs_table(table).metadata()
     partitioned = bool(metadata.partition_columns)
     mapped = metadata.configuration.get("delta.columnMapping.mode", "none") != "none"
     if partitioned or mapped:
         names = [Path(unquote(urlparse(f).path)).name for f in files]
-        return TableSlice(snapshot.where(F.col("_metadata.file_name").isin(names)), end, after)
+        new_rows = _through_delta(spark, table, end).where(F.col("_metadata.file_name").isin(names))
+        return TableSlice(new_rows, end, after)
     paths = [data_file(table, f) for f in files]
     if not all(Path(p).exists() for p in paths if not urlparse(p).scheme):
-        whole = table_as_of(spark, table, end, snapshot)
+        whole = table_as_of(spark, table, end)
         return TableSlice(whole, end, note="files of the slice were vacuumed: whole table")
     # Plain Parquet files of an unpartitioned table without column mapping: reading them
     # directly is what Delta's scan does for them, minus listing the other files.
-    return TableSlice(spark.read.schema(snapshot.schema).parquet(*paths), end, after)
+    return TableSlice(spark.read.schema(schema).parquet(*paths), end, after)
