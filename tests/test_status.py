@@ -19,6 +19,7 @@ from eventlake.spark import local_rows
 from eventlake.state import record_compaction_risk
 from eventlake.status import (
     CheckpointStatus,
+    WarehouseStatus,
     checkpoint_statuses,
     streams_reading,
     warehouse_status,
@@ -256,3 +257,11 @@ def test_status_beside_a_first_quality_run_creating_its_results_reports_no_verdi
     report = warehouse_status(warehouse_settings, ask_kafka=False)
 
     assert report.quality == {}
+
+
+def test_a_report_narrowed_to_a_topic_no_checkpoint_reads_says_so() -> None:
+    narrowed = WarehouseStatus(topics=("ordres",)).render()
+    everything = WarehouseStatus().render()
+
+    assert narrowed.startswith("no checkpoint reads ordres: check the name")
+    assert everything.startswith("no checkpoints: nothing has been ingested")

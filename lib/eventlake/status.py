@@ -137,11 +137,15 @@ class WarehouseStatus:
     compaction_risks: dict[str, dict[str, Any]] = field(default_factory=dict)
     kafka_error: str | None = None
     quality: dict[str, QualityVerdict] = field(default_factory=dict)
+    #: The topics the report was narrowed to (``--topic``); empty: every checkpoint.
+    topics: tuple[str, ...] = ()
 
     def render(self, now: datetime | None = None) -> str:
         """Readable lines: one heading and one offsets table per checkpoint."""
         now = now or datetime.now(UTC)
-        if not self.checkpoints:
+        if not self.checkpoints and self.topics:
+            lines = [f"no checkpoint reads {', '.join(self.topics)}: check the name, or ingest it"]
+        elif not self.checkpoints:
             lines = ["no checkpoints: nothing has been ingested or republished yet"]
         else:
             lines = []
@@ -233,6 +237,7 @@ def warehouse_status(
     report = WarehouseStatus(
         compaction_risks=compaction_risks(settings, topics),
         quality=last_verdicts(settings, topics),
+        topics=topics,
     )
     latest: dict[str, dict[int, int]] = {}
     if ask_kafka:
