@@ -517,15 +517,21 @@ def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
 
 def table_schema(path: str | Path, version: int | None = None) -> StructType | None:
     """The schema of the Delta table at ``path`` (its latest version, or ``version``), read
-    from its log with delta-rs; None while there is no table. Delta keeps the schema as
-    Spark's own JSON, so this is what Spark's scan would give, without the Delta command
-    (the first in a process costs ~1 s).
+    from its log with delta-rs; None while there is no table, or when delta-rs cannot
+    read it (a table feature it does not know: the caller reads through Delta). Delta
+    keeps the schema as Spark's own JSON, so this is what Spark's scan would give, without
+    the Delta command (the first in a process costs ~1 s).
 
     Example:
         >>> table_schema(settings.table_path(EVENTS)) == EVENTS_SCHEMA
         True
     """
-    table = delta_rs_table(path, version)
+    from deltalake.exceptions import DeltaError
+
+    try:
+        table = delta_rs_table(path, version)
+    except DeltaError:
+        return None
     if table is None:
         return None
     return StructType.fromJson(json.loads(table.schema().to_json()))

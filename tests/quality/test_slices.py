@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.quality.slices import new_data_files, table_as_of
@@ -64,3 +65,20 @@ def test_table_as_of_leaves_out_rows_a_deletion_vector_removed(
         8,
         9,
     ]
+
+
+def test_a_table_delta_rs_cannot_read_is_read_through_delta(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deltalake
+    from deltalake.exceptions import DeltaProtocolError
+
+    path = tmp_path / "t"
+    spark.range(10).write.format("delta").save(str(path))
+
+    def refuses(*_args: object, **_kwargs: object) -> None:
+        raise DeltaProtocolError("unsupported reader features: {someFeature}")
+
+    monkeypatch.setattr(deltalake, "DeltaTable", refuses)
+
+    assert sorted(r["id"] for r in table_as_of(spark, path, 0).collect()) == list(range(10))
