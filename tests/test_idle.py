@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from click.testing import Result
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
@@ -20,6 +23,21 @@ def _command(settings: Settings, *arguments: str) -> list[str]:
     """An ``eventlake`` command line on the test's warehouse and broker."""
     where = ["--warehouse", str(settings.warehouse), "--bootstrap-servers"]
     return [*arguments, *where, settings.bootstrap_servers]
+
+
+def _idle_then_new(
+    settings: Settings,
+    topic: str,
+    arguments: list[str],
+    new_records: int,
+    nothing_new: Callable[[], bool],
+) -> tuple[Result, Result]:
+    """The command run with nothing new, then ``new_records`` produced (the check now
+    sees them), then the command again: both runs' results."""
+    idle = CliRunner().invoke(app, arguments)
+    produce_events(settings, topic, new_records, prefix="next")
+    assert not nothing_new()
+    return idle, CliRunner().invoke(app, arguments)
 
 
 def test_a_topic_never_landed_has_something_to_land_unless_it_is_empty(
@@ -61,10 +79,13 @@ def test_an_ingest_with_nothing_new_says_so_and_the_next_lands_only_the_new_reco
     arguments = _command(warehouse_settings, "ingest", "--topic", topic_name)
 
     assert nothing_to_land(warehouse_settings, request)
-    idle = CliRunner().invoke(app, arguments)
-    produce_events(warehouse_settings, topic_name, 2, prefix="next")
-    assert not nothing_to_land(warehouse_settings, request)
-    landing = CliRunner().invoke(app, arguments)
+    idle, landing = _idle_then_new(
+        warehouse_settings,
+        topic_name,
+        arguments,
+        2,
+        lambda: nothing_to_land(warehouse_settings, request),
+    )
 
     assert idle.exit_code == 0, idle.output
     assert f"ingest: nothing new on {topic_name}" in idle.output
@@ -90,10 +111,13 @@ def test_a_republish_with_nothing_new_says_so_and_the_next_sends_only_the_new_re
     route = ["--source", topic_name, "--target", target]
     arguments = _command(warehouse_settings, "republish", *route)
 
-    idle = CliRunner().invoke(app, arguments)
-    produce_events(warehouse_settings, topic_name, 3, prefix="next")
-    assert not nothing_to_send(warehouse_settings, request)
-    sending = CliRunner().invoke(app, arguments)
+    idle, sending = _idle_then_new(
+        warehouse_settings,
+        topic_name,
+        arguments,
+        3,
+        lambda: nothing_to_send(warehouse_settings, request),
+    )
 
     assert idle.exit_code == 0, idle.output
     assert f"republish: nothing new on {topic_name}" in idle.output
