@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -93,6 +94,44 @@ def test_dry_run_reports_removable_files_and_changes_nothing(
 
     assert [(r.table, r.files_removed, r.dry_run) for r in results] == [("events", 2, True)]
     assert delta_operations(events) == ["WRITE", "WRITE", "WRITE"]
+
+
+def _unreferenced_file(table: Path, name: str, age_hours: float) -> Path:
+    """A data file in the table's folder that no version of the table names (a failed
+    writer's leftover), last modified ``age_hours`` ago: VACUUM's to delete once older
+    than the retention."""
+    path = table / name
+    path.write_bytes(b"PAR1")
+    then = time.time() - age_hours * 3600
+    os.utime(path, (then, then))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("retention_hours", "age_hours", "kept"),
+    [(720.0, 200.0, True), (24.0, 100.0, False)],
+    ids=["month", "day"],
+)
+def test_vacuum_keeps_the_retention_asked_for_not_deltas_default(
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    retention_hours: float,
+    age_hours: float,
+    kept: bool,
+) -> None:
+    # Delta 4 ignores a retention other than 0 h unless told not to, and keeps 168 h:
+    # a 100-hour-old leftover would stay under a day's retention; a 200-hour-old one go
+    # under a month's.
+    events = warehouse_settings.table_path("events")
+    append_small_files(spark, events, 1)
+    leftover = _unreferenced_file(events, "part-00000-leftover.parquet", age_hours)
+
+    (result,) = optimize_and_vacuum(
+        spark, warehouse_settings, retention_hours, allow_below_safety=True
+    )
+
+    assert leftover.exists() is kept
+    assert result.files_removed == (0 if kept else 1)
 
 
 @pytest.fixture

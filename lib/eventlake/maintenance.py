@@ -56,6 +56,15 @@ if TYPE_CHECKING:
 SAFETY_RETENTION_HOURS: Final = 168.0
 #: Delta refuses a VACUUM retention below the table's retention while this is true.
 RETENTION_CHECK_CONF: Final = "spark.databricks.delta.retentionDurationCheck.enabled"
+#: Delta (4.x) ignores a VACUUM retention other than 0 hours while this is true (its
+#: default) and keeps the table's ``delta.deletedFileRetentionDuration`` instead: a
+#: retention asked for (``--retention-hours 720`` to keep a month of history) would be
+#: 168 hours. A Delta internal, checked with the versions in
+#: :data:`eventlake.ledger.CHECKED_DELTA_VERSIONS` by
+#: tests/test_maintenance.py::test_vacuum_keeps_the_retention_asked_for_not_deltas_default.
+RETENTION_ARGUMENT_IGNORED_CONF: Final = (
+    "spark.databricks.delta.vacuum.retentionWindowIgnore.enabled"
+)
 #: Tasks of VACUUM's file listing (Spark's default, 10000, is far too many for small tables).
 LISTING_PARALLELISM_CONF: Final = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 
@@ -160,14 +169,18 @@ def maintenance_conf(settings: Settings, *, below_safety: bool) -> dict[str, str
 
     VACUUM lists the table's files with ``spark.sql.sources.parallelPartitionDiscovery
     .parallelism`` tasks, 10000 by default: on a small machine that alone takes minutes
-    for a table of two files, so it is cut to ``shuffle_partitions``. Delta's retention
+    for a table of two files, so it is cut to ``shuffle_partitions``. VACUUM keeps the
+    retention it is given (:data:`RETENTION_ARGUMENT_IGNORED_CONF`). Delta's retention
     check is off only when a retention below the safety default was explicitly allowed.
 
     Example:
         >>> maintenance_conf(load_settings(shuffle_partitions=2), below_safety=True)
-        {'spark.sql.sources.parallelPartitionDiscovery.parallelism': '2', 'spark...': 'false'}
+        {'spark.sql.sources.parallelPartitionDiscovery.parallelism': '2', 'spark...': 'false', ...}
     """
-    conf = {LISTING_PARALLELISM_CONF: str(settings.shuffle_partitions)}
+    conf = {
+        LISTING_PARALLELISM_CONF: str(settings.shuffle_partitions),
+        RETENTION_ARGUMENT_IGNORED_CONF: "false",
+    }
     if below_safety:
         conf[RETENTION_CHECK_CONF] = "false"
     return conf
