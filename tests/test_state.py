@@ -148,6 +148,47 @@ def test_change_feed_shows_deletes(
     assert [(bytes(r.kafka_key), r.id) for r in changes] == [(b"a", "a1")]
 
 
+def test_change_feed_shows_the_first_batchs_keys_as_inserts(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    # The first batch into a new state table is inserts only (no join to the empty table).
+    _send(
+        warehouse_settings,
+        topic,
+        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1")), (b"b", None, [])],
+    )
+    _ingest(spark, warehouse_settings, topic)
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(str(state_path(warehouse_settings, topic)))
+        .collect()
+    )
+    assert [(bytes(r.kafka_key), r.id, r._change_type) for r in changes] == [(b"a", "a1", "insert")]
+
+
+def test_inserts_into_a_table_that_had_no_rows_still_let_the_latest_record_win(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    # Rows another writer added after the table was found empty are not left stale.
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    _ingest(spark, warehouse_settings, topic)
+    newer = state.applicable_records(
+        spark.createDataFrame(
+            [(topic, 0, 9, b"a", "a9", "binary", b"9", None)],
+            "kafka_topic string, kafka_partition int, kafka_offset long, kafka_key binary, "
+            "id string, content_mode string, data binary, reject_reason string",
+        )
+    )
+    path = str(state_path(warehouse_settings, topic))
+    values = {c: f"s.{c}" for c in newer.columns if c in EVENT_COLUMNS}
+
+    state._insert_latest(spark, path, newer, values)
+
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a9"}
+
+
 def test_crash_between_events_write_and_state_merge_recovers(
     spark: SparkSession, warehouse_settings: Settings, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,6 +217,8 @@ def test_a_merge_that_loses_every_race_stops_with_a_sentence_and_the_rerun_catch
     from delta.exceptions import ConcurrentDeleteReadException
 
     _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
+    _ingest(spark, warehouse_settings, topic)  # a table with rows: the full MERGE next
+    _send(warehouse_settings, topic, [(b"a", b"2", binary_headers("a2"))])
     attempts: list[int] = []
 
     def loses(*args: object, **kwargs: object) -> None:
@@ -194,8 +237,8 @@ def test_a_merge_that_loses_every_race_stops_with_a_sentence_and_the_rerun_catch
     )
     monkeypatch.undo()
     _ingest(spark, warehouse_settings, topic)
-    assert read_table(spark, warehouse_settings, "events").count() == 1
-    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+    assert read_table(spark, warehouse_settings, "events").count() == 2
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a2"}
 
 
 def test_replayed_batch_does_not_merge_twice(

@@ -24,6 +24,7 @@ from eventlake.tables import (
     append_rows,
     ensure_table,
     ensure_tables,
+    has_no_rows,
     is_delta_table,
     merge_source,
     rows_added_by,
@@ -192,6 +193,15 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
     settings = Settings(warehouse=tmp_path / "absent")
 
     assert warehouse_tables(settings) == []
+
+
+def test_a_table_has_no_rows_until_its_first_data_file(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    assert not has_no_rows(path)  # no table at all
+    ensure_table(spark, str(path), StructType.fromDDL("n long"))
+    assert has_no_rows(path)
+    spark.range(1).toDF("n").write.format("delta").mode("append").save(str(path))
+    assert not has_no_rows(path)
 
 
 def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> None:

@@ -8,7 +8,8 @@ state and are only counted; records that are not valid CloudEvents (other reject
 not change state.
 
 Each batch is reduced to the last record per key by (partition, offset) and applied
-with one Delta MERGE per topic: tombstone -> delete, otherwise upsert. What the state
+with one Delta MERGE per topic: tombstone -> delete, otherwise upsert (into a table with
+no rows yet, inserts only: Delta then makes one pass over the source). What the state
 table has applied is in the ledger (:mod:`eventlake.ledger`, job ``state``): a batch
 applies only records at or above those marks, and moves them after its MERGE
 (:func:`commit_state_marks`); a MERGE replayed after a crash before that applies the
@@ -52,6 +53,7 @@ from eventlake.tables import (
     MATERIALIZED_SOURCE_CONFS,
     delta_path_sql,
     ensure_table,
+    has_no_rows,
     merge_source,
     retry_conflicts,
     state_path,
@@ -206,18 +208,50 @@ def _merge_latest(
     )
 
 
+def _insert_latest(
+    spark: SparkSession, path: str, source: DataFrame, values: dict[str, str | Column]
+) -> tuple[int, int]:
+    """The MERGE of :func:`_merge_latest` into a state table that had no rows: its
+    tombstones delete nothing, so only the inserts are left, which Delta runs as one pass
+    over the source (no join to find the files to rewrite, no second read). Should
+    another writer have added rows meanwhile (a state MERGE runs under its topic's
+    lease, so none should), a key found is left as it is by this insert and the full
+    MERGE then runs over the same source: the latest per key wins either way."""
+    from delta.tables import DeltaTable
+
+    inserts = source.where(~F.col("_tombstone"))
+    counts = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(inserts.alias("s"), "t.kafka_key = s.kafka_key")
+        .whenNotMatchedInsert(values=values)
+        .execute()
+        .first()
+    )
+    inserted = 0 if counts is None else int(counts["num_inserted_rows"] or 0)
+    # Delta commits nothing when it inserts nothing: then there are no metrics to tell
+    # a matched key from an empty source, and the full MERGE decides.
+    if _merge_metrics(spark, path).get("numSourceRows") != inserted or inserted == 0:
+        return _merge_latest(spark, path, source, values)
+    return inserted, 0
+
+
 def apply_state(
     spark: SparkSession,
     settings: Settings,
     decoded: DataFrame,
     *,
     topics: list[str],
+    read_back: bool = False,
 ) -> dict[str, StateChange]:
     """Apply decoded records to the state tables of ``topics``: the latest per key wins
     (applying the same records twice changes nothing).
 
-    A MERGE that loses a commit race (e.g. OPTIMIZE of the table committed while it
-    ran) is retried, see :func:`_merge_batch`.
+    ``read_back``: ``decoded`` is a plain read of table files
+    (:func:`eventlake.ingest.batch.read_back`'s), which Delta may plan again at no more
+    cost than reading them; otherwise the winners are held for the MERGE
+    (:func:`eventlake.tables.merge_source`). A MERGE that loses a commit race (e.g.
+    OPTIMIZE of the table committed while it ran) is retried, see :func:`_merge_batch`.
     """
     if not topics:
         return {}
@@ -232,13 +266,21 @@ def apply_state(
             for i, t in enumerate(topics)
         ),
     )
-    latest = merge_source(latest_per_key(records))
+    paths = {topic: ensure_state_table(spark, settings, topic) for topic in topics}
+    empty = {topic for topic, path in paths.items() if has_no_rows(path)}
+    latest = latest_per_key(records)
+    # An empty table's MERGE inserts only (one pass over its source), so a source that
+    # is a plain read of files is not worth holding: one topic, read back, empty table.
+    held = not (read_back and set(topics) == empty and len(topics) == 1)
+    if held:
+        latest = merge_source(latest)
     counted = observed_values(keyless_seen)
     keyless = {t: int(counted.get(f"_{i}", 0)) for i, t in enumerate(topics)}
     try:
-        return _merge_batch(spark, settings, latest, topics, keyless)
+        return _merge_batch(spark, paths, latest, empty, keyless)
     finally:
-        release(latest)
+        if held:
+            release(latest)
 
 
 class StateConflictError(RuntimeError):
@@ -295,21 +337,24 @@ def merge_retried(merge: Callable[[], T], *, what: str, table: str, then: str) -
 
 def _merge_batch(
     spark: SparkSession,
-    settings: Settings,
+    paths: dict[str, str],
     latest: DataFrame,
-    topics: list[str],
+    empty: set[str],
     keyless: dict[str, int],
 ) -> dict[str, StateChange]:
     changes: dict[str, StateChange] = {}
-    for topic in topics:
-        path = ensure_state_table(spark, settings, topic)
+    for topic, path in paths.items():
         source = latest.where(F.col("kafka_topic") == topic)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
+        if topic in empty:
+            merge = partial(_insert_latest, spark, path, source, values)
+        else:
+            merge = partial(_merge_latest, spark, path, source, values)
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
             # Running the same MERGE again on the new snapshot is safe: it applies the
             # same latest-per-key rows.
             upserted, deleted = merge_retried(
-                partial(_merge_latest, spark, path, source, values),
+                merge,
                 what=f"state {topic}",
                 table=f"state/{topic}",
                 then="the events landed; run ingest again once maintenance of the table "

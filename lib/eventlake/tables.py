@@ -582,6 +582,23 @@ def rejected_by_ingest() -> Column:
     return F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
 
 
+def has_no_rows(path: str | Path) -> bool:
+    """Whether the Delta table at ``path`` has no data file (a table just created),
+    read from its log with delta-rs; False when delta-rs cannot read it.
+
+    Example:
+        >>> has_no_rows(ensure_state_table(spark, settings, "new-topic"))
+        True
+    """
+    from deltalake.exceptions import DeltaError
+
+    try:
+        table = delta_rs_table(path)
+    except DeltaError:
+        return False
+    return table is not None and not table.file_uris()
+
+
 def may_hold_topic(path: Path, topic: str) -> bool:
     """Whether the Delta table at ``path`` may hold rows of ``topic``: a data file whose
     ``kafka_topic`` statistics (min, max) span it. Read with delta-rs from the log, no

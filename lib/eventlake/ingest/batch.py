@@ -321,15 +321,17 @@ def read_back(
     events_path: str,
     rejects_path: str,
     state_marks: Marks,
-) -> DataFrame:
+) -> tuple[DataFrame, bool]:
     """The batch's records at or above ``state_marks``, as decoded rows for
-    :func:`eventlake.state.apply_state`: read back from the files this batch's commits
-    added when those hold them all (see :func:`eventlake.tables.rows_added_by`), decoded
-    again from ``batch`` otherwise (a replay, rows that cannot be read back).
+    :func:`eventlake.state.apply_state`, and whether they were read back: from the files
+    this batch's commits added when those hold them all (see
+    :func:`eventlake.tables.rows_added_by`), decoded again from ``batch`` otherwise (a
+    replay, rows that cannot be read back).
 
     Example:
         >>> result = land_batch(spark, batch, ledger=ledger, ends=ends, ...)
-        >>> apply_state(spark, settings, read_back(spark, result, batch, e, r, marks), ...)
+        >>> rows, from_files = read_back(spark, result, batch, e, r, marks)
+        >>> apply_state(spark, settings, rows, topics=["orders"], read_back=from_files)
     """
 
     def added(path: str, schema: StructType) -> DataFrame | None:
@@ -344,12 +346,13 @@ def read_back(
     events = added(events_path, EVENTS_SCHEMA)
     rejects = added(rejects_path, REJECTS_SCHEMA) if has_rejects else None
     readable = events is not None and (not has_rejects or rejects is not None)
-    if (
+    from_files = (
         readable
         and covers(result.events_marks)
         and (not has_rejects or covers(result.rejects_marks))
-    ):
-        rows = records_from_tables(events, rejects)  # type: ignore[arg-type]
+    )
+    if from_files and events is not None:
+        rows = records_from_tables(events, rejects)
     else:
         rows = decode_records(batch)
-    return rows.where(unlanded(state_marks))
+    return rows.where(unlanded(state_marks)), from_files

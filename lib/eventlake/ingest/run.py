@@ -295,8 +295,12 @@ def _stream(
                     )
                 ]
                 if behind:
-                    rows = read_back(spark, result, batch, events_path, rejects_path, state_marks)
-                    summary.add_state(apply_state(spark, settings, rows, topics=behind))
+                    rows, from_files = read_back(
+                        spark, result, batch, events_path, rejects_path, state_marks
+                    )
+                    summary.add_state(
+                        apply_state(spark, settings, rows, topics=behind, read_back=from_files)
+                    )
                 for topic in behind:
                     commit_state_marks(
                         ledger,
