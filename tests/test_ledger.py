@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.ingest import IngestRequest, run_ingest
@@ -27,6 +27,7 @@ from eventlake.ledger import (
     Ledger,
     LedgerConflictError,
     LedgerMovedError,
+    TableNotEmptyError,
     check_delta_version,
     ledger_key,
     read_marks,
@@ -35,7 +36,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.streaming import checkpoint_folder
 from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, ensure_tables
-from tests.helpers import produce_events, read_table
+from tests.helpers import delta_operations, produce_events, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
@@ -185,13 +186,7 @@ def _pending_event(
     path = str(settings.table_path(EVENTS))
     ledger = Ledger(spark)
     ledger.marks(path, INGEST, ["t"])
-    row = spark.range(1).select(
-        *[
-            (F.lit(event_id) if f.name == "id" else F.lit(None)).cast(f.dataType).alias(f.name)
-            for f in EVENTS_SCHEMA.fields
-        ]
-    )
-    return ledger, path, ledger.write(path, row)
+    return ledger, path, ledger.write(path, _event_row(spark, event_id))
 
 
 @pytest.mark.parametrize(
@@ -241,6 +236,61 @@ def test_a_commit_whose_files_a_metadata_change_could_make_wrong_is_refused_unto
     assert read_marks(Path(path), INGEST, ["t"])[1] == {}
     ids = [r["id"] for r in spark.read.format("delta").load(path).collect()]
     assert "written-before" not in ids
+
+
+def _event_row(spark: SparkSession, event_id: str) -> DataFrame:
+    """One row of the events table's columns, all null but ``id``."""
+    return spark.range(1).select(
+        *[
+            (F.lit(event_id) if f.name == "id" else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in EVENTS_SCHEMA.fields
+        ]
+    )
+
+
+def test_rows_into_an_empty_table_are_not_written_once_it_has_rows(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ledger, path, pending = _pending_event(spark, warehouse_settings, "first")
+    ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="first")
+
+    assert ledger.write(path, _event_row(spark, "second"), into_empty=True) is None
+
+
+@pytest.mark.parametrize("property_set_too", [False, True], ids=["append", "append+property"])
+def test_rows_into_an_empty_table_are_refused_when_another_process_adds_rows_first(
+    spark: SparkSession, warehouse_settings: Settings, property_set_too: bool
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    path = str(warehouse_settings.table_path(EVENTS))
+    ledger = Ledger(spark)
+    ledger.marks(path, INGEST, ["t"])
+    pending = ledger.write(path, _event_row(spark, "mine"), into_empty=True)
+    _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
+    if property_set_too:  # the ledger then renews the commit on the new version
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
+
+    with pytest.raises(TableNotEmptyError):
+        ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="mine")
+    assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["theirs"]
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {}
+
+
+def test_rows_into_an_empty_table_commit_with_their_marks_and_say_how_many(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ensure_tables(spark, warehouse_settings)
+    path = str(warehouse_settings.table_path(EVENTS))
+    ledger = Ledger(spark)
+    ledger.marks(path, INGEST, ["t"])
+    rows = _event_row(spark, "a").unionByName(_event_row(spark, "b"))
+    pending = ledger.write(path, rows, into_empty=True)
+
+    ledger.commit(path, pending, INGEST, {("t", 0): 2}, note="first")
+
+    assert pending.rows() == 2
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 2}
+    assert delta_operations(Path(path))[-1] == "WRITE"
 
 
 def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings) -> None:

@@ -14,10 +14,11 @@ from eventlake.binding import EVENT_COLUMNS
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.ingest import run as ingest_run
 from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.ledger import STATE, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, ensure_tables, state_path
-from tests.helpers import binary_headers, read_table, structured_value
+from tests.helpers import binary_headers, delta_operations, read_table, structured_value
 
 JSON_CT = [("content-type", b"application/cloudevents+json")]
 
@@ -168,25 +169,51 @@ def test_change_feed_shows_the_first_batchs_keys_as_inserts(
     assert [(bytes(r.kafka_key), r.id, r._change_type) for r in changes] == [(b"a", "a1", "insert")]
 
 
-def test_inserts_into_a_table_that_had_no_rows_still_let_the_latest_record_win(
+def test_a_topics_first_rows_and_its_state_marks_are_one_commit(
     spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    # Written, not merged, into the new table: no crash can land one without the other.
+    _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1")), (b"b", None, [])])
+
+    summary = _ingest(spark, warehouse_settings, topic)
+
+    path = state_path(warehouse_settings, topic)
+    assert delta_operations(path) == ["CREATE TABLE", "WRITE"]
+    assert read_marks(path, STATE, [topic])[1] == {(topic, 0): 2}
+    assert (summary.state_upserted, summary.state_deleted) == (1, 0)
+
+
+def test_a_table_found_empty_that_has_rows_by_then_gets_the_merge(
+    spark: SparkSession, warehouse_settings: Settings, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Rows another writer added after the table was found empty are not left stale.
     _send(warehouse_settings, topic, [(b"a", b"1", binary_headers("a1"))])
     _ingest(spark, warehouse_settings, topic)
-    newer = state.applicable_records(
-        spark.createDataFrame(
-            [(topic, 0, 9, b"a", "a9", "binary", b"9", None)],
-            "kafka_topic string, kafka_partition int, kafka_offset long, kafka_key binary, "
-            "id string, content_mode string, data binary, reject_reason string",
-        )
+    _send(warehouse_settings, topic, [(b"a", b"2", binary_headers("a2"))])
+    monkeypatch.setattr(state, "has_no_rows", lambda path: True)
+
+    _ingest(spark, warehouse_settings, topic)
+
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a2"}
+    assert delta_operations(state_path(warehouse_settings, topic))[-2:] == ["MERGE", "WRITE"]
+
+
+def test_a_reconcile_into_a_new_state_table_writes_its_keys_with_the_marks(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    _send(
+        warehouse_settings,
+        topic,
+        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1")), (b"b", None, [])],
     )
-    path = str(state_path(warehouse_settings, topic))
-    values = {c: f"s.{c}" for c in newer.columns if c in EVENT_COLUMNS}
 
-    state._insert_latest(spark, path, newer, values)
+    report = state.reconcile_state(spark, warehouse_settings, topic)
 
-    assert _state(spark, warehouse_settings, topic) == {b"a": "a9"}
+    path = state_path(warehouse_settings, topic)
+    assert (report.keys_on_topic, report.inserted, report.updated, report.deleted) == (1, 1, 0, 0)
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
+    assert delta_operations(path)[1:] == ["WRITE"]  # after CREATE TABLE: rows and marks
+    assert read_marks(path, STATE, [topic])[1] == {(topic, 0): 3}
 
 
 def test_crash_between_events_write_and_state_merge_recovers(

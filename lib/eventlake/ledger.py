@@ -91,6 +91,11 @@ class _MetadataChanged(RuntimeError):
     """One commit attempt lost to a change of its table's metadata (Delta's message)."""
 
 
+class TableNotEmptyError(RuntimeError):
+    """A commit of rows that were to be a table's first (``Ledger.write(into_empty=True)``)
+    found data files another process added; nothing was committed."""
+
+
 class LedgerVersionError(RuntimeError):
     """The Delta version in use is not one the ledger's commit path was checked with."""
 
@@ -323,10 +328,22 @@ class Ledger:
         """Drop what this process knows of ``path``'s marks (read again on next use)."""
         self._tables.pop(path, None)
 
-    def write(self, path: str, rows: DataFrame | None) -> Any:
-        """Write ``rows`` (None: none) as data files of the table at ``path``, uncommitted."""
+    def write(self, path: str, rows: DataFrame | None, *, into_empty: bool = False) -> Any:
+        """Write ``rows`` (None: none) as data files of the table at ``path``, uncommitted.
+
+        ``into_empty``: the rows are to be the table's first; None (nothing written) when
+        it has data files already, and its :meth:`commit` raises
+        :class:`TableNotEmptyError` when another process adds some before it lands.
+
+        Example:
+            >>> pending = ledger.write(state_table, first_rows, into_empty=True)
+        """
         jvm = self.spark._jvm
         ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
+        if into_empty:
+            if rows is None:
+                raise ValueError("a write into an empty table needs its rows")
+            return ledger.writeIntoEmpty(self.spark._jsparkSession, path, rows._jdf)
         return ledger.write(self.spark._jsparkSession, path, None if rows is None else rows._jdf)
 
     def _commit_once(self, path: str, pending: Any, java_marks: Any, since: int, note: str) -> int:
@@ -362,6 +379,10 @@ class Ledger:
                 ) from None
             if name.endswith("MetadataChangedException"):
                 raise _MetadataChanged(message) from None
+            if name.endswith("ConcurrentAppendException"):
+                # Only a commit written into_empty reads the table: another process
+                # added files to it meanwhile.
+                raise TableNotEmptyError(message) from None
             raise
 
     def commit(
@@ -401,9 +422,7 @@ class Ledger:
                     path, renewable[0], java_marks, table.version, commit_note(job, note, batch)
                 )
             except _MetadataChanged as lost:
-                renewed = jvm.io.eventlake.ledger.DeltaLedger.renewed(  # type: ignore[union-attr]
-                    renewable[0]
-                )
+                renewed = _renewed(jvm, renewable[0])
                 if renewed is None:
                     raise LedgerConflictError(
                         f"{path}: its metadata changed while this commit ran and its files "
@@ -432,6 +451,20 @@ class Ledger:
         table.marks.update({(job, t, p): o for (t, p), o in moved.items()})
         table.read.update((job, t) for t, _ in moved)
         return version
+
+
+def _renewed(jvm: Any, pending: Any) -> Any:
+    """``DeltaLedger.renewed``: ``pending``'s files on the table's new version (None when
+    they cannot be committed there); :class:`TableNotEmptyError` for rows written
+    into_empty when the table has files now."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return jvm.io.eventlake.ledger.DeltaLedger.renewed(pending)
+    except Py4JJavaError as error:
+        if str(error.java_exception.getClass().getName()).endswith("TableNotEmptyException"):
+            raise TableNotEmptyError(str(error.java_exception.getMessage())) from None
+        raise
 
 
 def commit_note(job: str, note: str, batch: int | None = None) -> str:

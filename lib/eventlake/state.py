@@ -9,7 +9,8 @@ not change state.
 
 Each batch is reduced to the last record per key by (partition, offset) and applied
 with one Delta MERGE per topic: tombstone -> delete, otherwise upsert (into a table with
-no rows yet, inserts only: Delta then makes one pass over the source). What the state
+no rows yet, a topic's first landing, the winners are written instead, in the commit of
+their marks: :func:`commit_first_rows`). What the state
 table has applied is in the ledger (:mod:`eventlake.ledger`, job ``state``): a batch
 applies only records at or above those marks, and moves them after its MERGE
 (:func:`commit_state_marks`); a MERGE replayed after a crash before that applies the
@@ -41,7 +42,7 @@ from eventlake.binding import (
     to_events,
 )
 from eventlake.duplicates import DUPLICATE_EVENT
-from eventlake.ledger import STATE, Ledger, Marks, caught_up_key
+from eventlake.ledger import STATE, Ledger, Marks, TableNotEmptyError, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
 from eventlake.settings import Settings
@@ -208,32 +209,16 @@ def _merge_latest(
     )
 
 
-def _insert_latest(
-    spark: SparkSession, path: str, source: DataFrame, values: dict[str, str | Column]
-) -> tuple[int, int]:
-    """The MERGE of :func:`_merge_latest` into a state table that had no rows: its
-    tombstones delete nothing, so only the inserts are left, which Delta runs as one pass
-    over the source (no join to find the files to rewrite, no second read). Should
-    another writer have added rows meanwhile (a state MERGE runs under its topic's
-    lease, so none should), a key found is left as it is by this insert and the full
-    MERGE then runs over the same source: the latest per key wins either way."""
-    from delta.tables import DeltaTable
+@dataclass(frozen=True)
+class StateMarks:
+    """What :func:`apply_state` records with each state table it changed: the marks of
+    :func:`commit_state_marks` (its arguments but the topic)."""
 
-    inserts = source.where(~F.col("_tombstone"))
-    counts = (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(inserts.alias("s"), "t.kafka_key = s.kafka_key")
-        .whenNotMatchedInsert(values=values)
-        .execute()
-        .first()
-    )
-    inserted = 0 if counts is None else int(counts["num_inserted_rows"] or 0)
-    # Delta commits nothing when it inserts nothing: then there are no metrics to tell
-    # a matched key from an empty source, and the full MERGE decides.
-    if _merge_metrics(spark, path).get("numSourceRows") != inserted or inserted == 0:
-        return _merge_latest(spark, path, source, values)
-    return inserted, 0
+    ledger: Ledger
+    ends: Marks
+    caught_up_ms: int | None
+    note: str
+    batch: int | None = None
 
 
 def apply_state(
@@ -242,16 +227,24 @@ def apply_state(
     decoded: DataFrame,
     *,
     topics: list[str],
+    marks: StateMarks | None = None,
     read_back: bool = False,
 ) -> dict[str, StateChange]:
     """Apply decoded records to the state tables of ``topics``: the latest per key wins
-    (applying the same records twice changes nothing).
+    (applying the same records twice changes nothing). With ``marks``, each table's
+    marks are committed after (:func:`commit_state_marks`).
 
-    ``read_back``: ``decoded`` is a plain read of table files
-    (:func:`eventlake.ingest.batch.read_back`'s), which Delta may plan again at no more
-    cost than reading them; otherwise the winners are held for the MERGE
+    Into a table with no rows yet (a topic's first landing), with ``marks``, the winners
+    are written, not merged, in one commit with the marks (``Ledger.write(into_empty=
+    True)``): a MERGE there costs a join and a second pass for nothing. ``read_back``:
+    ``decoded`` is a plain read of table files (:func:`eventlake.ingest.batch.read_back`'s),
+    which may be read again at the cost of reading them; otherwise the winners are held
     (:func:`eventlake.tables.merge_source`). A MERGE that loses a commit race (e.g.
     OPTIMIZE of the table committed while it ran) is retried, see :func:`_merge_batch`.
+
+    Example:
+        >>> apply_state(spark, settings, decoded, topics=["customers"])
+        {'customers': StateChange(upserted=12, deleted=3, skipped_no_key=0)}
     """
     if not topics:
         return {}
@@ -267,17 +260,17 @@ def apply_state(
         ),
     )
     paths = {topic: ensure_state_table(spark, settings, topic) for topic in topics}
-    empty = {topic for topic, path in paths.items() if has_no_rows(path)}
+    first = {t for t, path in paths.items() if marks is not None and has_no_rows(path)}
     latest = latest_per_key(records)
-    # An empty table's MERGE inserts only (one pass over its source), so a source that
-    # is a plain read of files is not worth holding: one topic, read back, empty table.
-    held = not (read_back and set(topics) == empty and len(topics) == 1)
+    # Written once by the first rows' commit, a source that is a plain read of files is
+    # not worth holding: one topic, read back, its first rows.
+    held = not (read_back and len(topics) == 1 and set(topics) == first)
     if held:
         latest = merge_source(latest)
     counted = observed_values(keyless_seen)
     keyless = {t: int(counted.get(f"_{i}", 0)) for i, t in enumerate(topics)}
     try:
-        return _merge_batch(spark, paths, latest, empty, keyless)
+        return _merge_batch(spark, settings, paths, latest, first, keyless, marks)
     finally:
         if held:
             release(latest)
@@ -337,33 +330,56 @@ def merge_retried(merge: Callable[[], T], *, what: str, table: str, then: str) -
 
 def _merge_batch(
     spark: SparkSession,
+    settings: Settings,
     paths: dict[str, str],
     latest: DataFrame,
-    empty: set[str],
+    first: set[str],
     keyless: dict[str, int],
+    marks: StateMarks | None,
 ) -> dict[str, StateChange]:
     changes: dict[str, StateChange] = {}
     for topic, path in paths.items():
         source = latest.where(F.col("kafka_topic") == topic)
+        skipped = keyless.get(topic, 0)
+        if topic in first and marks is not None:
+            # Tombstones delete nothing in a table with no rows: the rest is its rows.
+            inserts = source.where(~F.col("_tombstone")).select(*EVENT_COLUMNS)
+            written = commit_first_rows(
+                marks.ledger,
+                settings,
+                topic,
+                inserts,
+                marks.ends,
+                caught_up_ms=marks.caught_up_ms,
+                note=marks.note,
+                batch=marks.batch,
+            )
+            if written is not None:
+                changes[topic] = StateChange(upserted=written, skipped_no_key=skipped)
+                continue
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
-        if topic in empty:
-            merge = partial(_insert_latest, spark, path, source, values)
-        else:
-            merge = partial(_merge_latest, spark, path, source, values)
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
             # Running the same MERGE again on the new snapshot is safe: it applies the
             # same latest-per-key rows.
             upserted, deleted = merge_retried(
-                merge,
+                partial(_merge_latest, spark, path, source, values),
                 what=f"state {topic}",
                 table=f"state/{topic}",
                 then="the events landed; run ingest again once maintenance of the table "
                 "(eventlake maintain) has finished, and the state catches up from where "
                 "it stands.",
             )
-        changes[topic] = StateChange(
-            upserted=upserted, deleted=deleted, skipped_no_key=keyless.get(topic, 0)
-        )
+        if marks is not None:
+            commit_state_marks(
+                marks.ledger,
+                settings,
+                topic,
+                marks.ends,
+                caught_up_ms=marks.caught_up_ms,
+                note=marks.note,
+                batch=marks.batch,
+            )
+        changes[topic] = StateChange(upserted=upserted, deleted=deleted, skipped_no_key=skipped)
     return changes
 
 
@@ -428,11 +444,55 @@ def commit_state_marks(
         12
     """
     path = str(state_path(settings, topic))
-    extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
-    of_topic = {k: v for k, v in ends.items() if k[0] == topic}
-
     ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
     pending = ledger.write(path, None)
+    return _commit_marks(ledger, path, topic, ends, pending, caught_up_ms, note, batch)
+
+
+def commit_first_rows(
+    ledger: Ledger,
+    settings: Settings,
+    topic: str,
+    rows: DataFrame,
+    ends: Marks,
+    *,
+    caught_up_ms: int | None,
+    note: str,
+    batch: int | None = None,
+) -> int | None:
+    """:func:`commit_state_marks` with ``rows`` (state rows: the table's columns) added as
+    the table's first rows, in the same commit; how many it added. None, with nothing
+    committed, when the table has rows already or another process adds some meanwhile.
+
+    Example:
+        >>> commit_first_rows(ledger, settings, "customers", winners, {("customers", 0): 120},
+        ...                   caught_up_ms=None, note="batch 0")
+        90046
+    """
+    path = str(state_path(settings, topic))
+    ledger.marks(path, STATE, [topic])
+    pending = ledger.write(path, rows, into_empty=True)
+    if pending is None:
+        return None
+    try:
+        _commit_marks(ledger, path, topic, ends, pending, caught_up_ms, note, batch)
+    except TableNotEmptyError:
+        return None
+    return int(pending.rows())
+
+
+def _commit_marks(
+    ledger: Ledger,
+    path: str,
+    topic: str,
+    ends: Marks,
+    pending: Any,
+    caught_up_ms: int | None,
+    note: str,
+    batch: int | None,
+) -> int:
+    extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
+    of_topic = {k: v for k, v in ends.items() if k[0] == topic}
     # A commit that loses to the compaction check recording a risk (a property change) is
     # made on the new version by the ledger; one whose marks moved is refused.
     return ledger.commit(path, pending, STATE, of_topic, note=note, batch=batch, extra=extra)
@@ -493,6 +553,19 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
             wanted = latest.where(~F.col("_tombstone"))
             keys = wanted.count()
             path = ensure_state_table(spark, settings, topic)
+            first = (
+                commit_first_rows(
+                    ledger,
+                    settings,
+                    topic,
+                    wanted.select(*EVENT_COLUMNS),
+                    ends,
+                    caught_up_ms=read_at_ms,
+                    note="reconcile",
+                )
+                if has_no_rows(path)
+                else None
+            )
             values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
             differs = (
                 "NOT (t.kafka_partition <=> s.kafka_partition "
@@ -510,26 +583,32 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
                     .execute()
                 )
 
-            with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
-                # The lease keeps state writers out; maintenance may still rewrite the
-                # files (OPTIMIZE): the MERGE then commits nothing, and is run again on
-                # the new snapshot.
-                merge_retried(
-                    merge,
-                    what=f"reconcile {topic}",
-                    table=f"state/{topic}",
-                    then="run it again once maintenance of the table (eventlake maintain) "
-                    "has finished.",
+            if first is not None:
+                # A table with no rows (a full refresh's new one): written with the marks.
+                metrics = {"numTargetRowsInserted": first}
+            else:
+                with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
+                    # The lease keeps state writers out; maintenance may still rewrite
+                    # the files (OPTIMIZE): the MERGE then commits nothing, and is run
+                    # again on the new snapshot.
+                    merge_retried(
+                        merge,
+                        what=f"reconcile {topic}",
+                        table=f"state/{topic}",
+                        then="run it again once maintenance of the table (eventlake "
+                        "maintain) has finished.",
+                    )
+                metrics = _merge_metrics(spark, path)
+                commit_state_marks(
+                    ledger, settings, topic, ends, caught_up_ms=read_at_ms, note="reconcile"
                 )
-            metrics = _merge_metrics(spark, path)
-            commit_state_marks(
-                ledger, settings, topic, ends, caught_up_ms=read_at_ms, note="reconcile"
-            )
             # The table now equals the topic: whatever it may have missed is repaired.
-            spark.sql(
-                f"ALTER TABLE {delta_path_sql(path)} UNSET TBLPROPERTIES IF EXISTS "
-                f"('{COMPACTION_RISK_PROPERTY}')"
-            )
+            # (Delta commits an UNSET even of a property that is not there.)
+            if recorded_compaction_risk(spark, path) is not None:
+                spark.sql(
+                    f"ALTER TABLE {delta_path_sql(path)} UNSET TBLPROPERTIES IF EXISTS "
+                    f"('{COMPACTION_RISK_PROPERTY}')"
+                )
         finally:
             decoded.unpersist()
     return ReconcileReport(

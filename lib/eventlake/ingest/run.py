@@ -45,7 +45,7 @@ from eventlake.ranges import (
     starting_offsets_json,
 )
 from eventlake.settings import Settings
-from eventlake.state import apply_state, commit_state_marks, reconcile_state
+from eventlake.state import StateMarks, apply_state, reconcile_state
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -298,18 +298,16 @@ def _stream(
                     rows, from_files = read_back(
                         spark, result, batch, events_path, rejects_path, state_marks
                     )
+                    marks = StateMarks(ledger, planned.ends, caught_up, note, batch_id)
                     summary.add_state(
-                        apply_state(spark, settings, rows, topics=behind, read_back=from_files)
-                    )
-                for topic in behind:
-                    commit_state_marks(
-                        ledger,
-                        settings,
-                        topic,
-                        planned.ends,
-                        caught_up_ms=caught_up,
-                        note=note,
-                        batch=batch_id,
+                        apply_state(
+                            spark,
+                            settings,
+                            rows,
+                            topics=behind,
+                            marks=marks,
+                            read_back=from_files,
+                        )
                     )
         return result.counts
 

@@ -86,7 +86,7 @@ def exercise(settings: Settings, scratch: Path) -> None:
     from eventlake.ingest.batch import land_batch, read_back
     from eventlake.ledger import Ledger
     from eventlake.local.samples import sample_records
-    from eventlake.state import apply_state
+    from eventlake.state import StateMarks, apply_state
     from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
 
     # A local driver: the archive is of the driver's classes, wherever its tasks run.
@@ -106,19 +106,21 @@ def exercise(settings: Settings, scratch: Path) -> None:
     ensure_tables(spark, settings)
     events, rejects = str(settings.table_path(EVENTS)), str(settings.table_path(REJECTS))
     ends = {(topic, 0): 100, (topic, 1): 100}
+    ledger = Ledger(spark)
     result = land_batch(
         spark,
         records,
-        ledger=Ledger(spark),
+        ledger=ledger,
         ends=ends,
         events_path=events,
         rejects_path=rejects,
         note="class archive",
     )
     batch, from_files = read_back(spark, result, records, events, rejects, {})
-    # Twice: the first run's inserts into the new table, then a MERGE into a full one.
+    # Twice: a topic's first rows written into the new table, then a MERGE into a full one.
+    marks = StateMarks(ledger, ends, caught_up_ms=None, note="class archive")
     for _ in range(2):
-        apply_state(spark, settings, batch, topics=[topic], read_back=from_files)
+        apply_state(spark, settings, batch, topics=[topic], marks=marks, read_back=from_files)
 
     def count(rows: DataFrame, _batch_id: int) -> None:
         rows.count()

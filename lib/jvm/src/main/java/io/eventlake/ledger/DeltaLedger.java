@@ -14,6 +14,7 @@ import org.apache.spark.sql.delta.DeltaLog;
 import org.apache.spark.sql.delta.DeltaOperations;
 import org.apache.spark.sql.delta.OptimisticTransaction;
 import org.apache.spark.sql.delta.actions.Action;
+import org.apache.spark.sql.delta.actions.AddFile;
 import org.apache.spark.sql.delta.actions.FileAction;
 import org.apache.spark.sql.delta.actions.Metadata;
 import org.apache.spark.sql.delta.actions.SetTransaction;
@@ -47,10 +48,13 @@ public final class DeltaLedger {
   public static final class Pending {
     private final OptimisticTransaction txn;
     private final Seq<FileAction> files;
+    /** The table must have no data file when this commits ({@link #writeIntoEmpty}). */
+    private final boolean intoEmpty;
 
-    private Pending(OptimisticTransaction txn, Seq<FileAction> files) {
+    private Pending(OptimisticTransaction txn, Seq<FileAction> files, boolean intoEmpty) {
       this.txn = txn;
       this.files = files;
+      this.intoEmpty = intoEmpty;
     }
 
     /** How many data files the commit will add. */
@@ -58,9 +62,28 @@ public final class DeltaLedger {
       return files.size();
     }
 
+    /** How many rows the commit will add (from the files' statistics). */
+    public long rows() {
+      long rows = 0;
+      Iterator<FileAction> each = CollectionConverters.asJava(files.iterator());
+      while (each.hasNext()) {
+        if (each.next() instanceof AddFile add) {
+          rows += (Long) add.numLogicalRecords().getOrElse(() -> 0L);
+        }
+      }
+      return rows;
+    }
+
     /** The table version the transaction started from. */
     public long readVersion() {
       return txn.readVersion();
+    }
+  }
+
+  /** A table written with {@link #writeIntoEmpty} has data files now; nothing was committed. */
+  public static final class TableNotEmptyException extends RuntimeException {
+    public TableNotEmptyException(String message) {
+      super(message);
     }
   }
 
@@ -81,7 +104,22 @@ public final class DeltaLedger {
         rows == null
             ? CollectionConverters.asScala(new ArrayList<FileAction>()).toSeq()
             : txn.writeFiles(rows);
-    return new Pending(txn, files);
+    return new Pending(txn, files, false);
+  }
+
+  /**
+   * {@link #write} for a table that must have no data file when the commit lands (a state
+   * table's first rows, written instead of merged): null when it has files already. The
+   * whole table counts as read, so a commit by another process adding files in between
+   * makes Delta refuse this one (its {@code ConcurrentAppendException}).
+   */
+  public static Pending writeIntoEmpty(SparkSession spark, String path, Dataset<Row> rows) {
+    OptimisticTransaction txn = DeltaLog.forTable(spark, path).startTransaction();
+    if (txn.snapshot().numOfFiles() != 0) {
+      return null;
+    }
+    txn.readWholeTable();
+    return new Pending(txn, txn.writeFiles(rows), true);
   }
 
   /**
@@ -124,7 +162,14 @@ public final class DeltaLedger {
         return null;
       }
     }
-    return new Pending(txn, pending.files);
+    if (pending.intoEmpty) {
+      if (txn.snapshot().numOfFiles() != 0) {
+        throw new TableNotEmptyException(
+            txn.deltaLog().dataPath() + " has data files since version " + txn.readVersion());
+      }
+      txn.readWholeTable();
+    }
+    return new Pending(txn, pending.files, pending.intoEmpty);
   }
 
   /** Table properties that hold Delta's CHECK constraints. */
