@@ -35,7 +35,7 @@ from eventlake.ledger import (
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.streaming import checkpoint_folder
-from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, ensure_tables
+from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, empty_at, ensure_tables
 from tests.helpers import delta_operations, produce_events, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
@@ -251,10 +251,13 @@ def _event_row(spark: SparkSession, event_id: str) -> DataFrame:
 def test_rows_into_an_empty_table_are_not_written_once_it_has_rows(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
-    ledger, path, pending = _pending_event(spark, warehouse_settings, "first")
-    ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="first")
+    ensure_tables(spark, warehouse_settings)
+    path = str(warehouse_settings.table_path(EVENTS))
+    version = empty_at(path)
+    assert version is not None
+    _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
 
-    assert ledger.write(path, _event_row(spark, "second"), into_empty=True) is None
+    assert Ledger(spark).write(path, _event_row(spark, "mine"), empty_at=version) is None
 
 
 @pytest.mark.parametrize("property_set_too", [False, True], ids=["append", "append+property"])
@@ -265,7 +268,7 @@ def test_rows_into_an_empty_table_are_refused_when_another_process_adds_rows_fir
     path = str(warehouse_settings.table_path(EVENTS))
     ledger = Ledger(spark)
     ledger.marks(path, INGEST, ["t"])
-    pending = ledger.write(path, _event_row(spark, "mine"), into_empty=True)
+    pending = ledger.write(path, _event_row(spark, "mine"), empty_at=empty_at(path))
     _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
     if property_set_too:  # the ledger then renews the commit on the new version
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
@@ -284,7 +287,7 @@ def test_rows_into_an_empty_table_commit_with_their_marks_and_say_how_many(
     ledger = Ledger(spark)
     ledger.marks(path, INGEST, ["t"])
     rows = _event_row(spark, "a").unionByName(_event_row(spark, "b"))
-    pending = ledger.write(path, rows, into_empty=True)
+    pending = ledger.write(path, rows, empty_at=empty_at(path))
 
     ledger.commit(path, pending, INGEST, {("t", 0): 2}, note="first")
 

@@ -22,9 +22,9 @@ from eventlake.tables import (
     REJECTS,
     REJECTS_SCHEMA,
     append_rows,
+    empty_at,
     ensure_table,
     ensure_tables,
-    has_no_rows,
     is_delta_table,
     merge_source,
     rows_added_by,
@@ -195,13 +195,16 @@ def test_no_warehouse_folder_means_no_tables(tmp_path: Path) -> None:
     assert warehouse_tables(settings) == []
 
 
-def test_a_table_has_no_rows_until_its_first_data_file(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_table_is_empty_at_its_version_until_its_first_data_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     path = tmp_path / "t"
-    assert not has_no_rows(path)  # no table at all
+    assert empty_at(path) is None  # no table at all
     ensure_table(spark, str(path), StructType.fromDDL("n long"))
-    assert has_no_rows(path)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
+    assert empty_at(path) == 1
     spark.range(1).toDF("n").write.format("delta").mode("append").save(str(path))
-    assert not has_no_rows(path)
+    assert empty_at(path) is None
 
 
 def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> None:

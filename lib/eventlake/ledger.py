@@ -92,7 +92,7 @@ class _MetadataChanged(RuntimeError):
 
 
 class TableNotEmptyError(RuntimeError):
-    """A commit of rows that were to be a table's first (``Ledger.write(into_empty=True)``)
+    """A commit of rows that were to be a table's first (``Ledger.write(empty_at=...)``)
     found data files another process added; nothing was committed."""
 
 
@@ -328,22 +328,23 @@ class Ledger:
         """Drop what this process knows of ``path``'s marks (read again on next use)."""
         self._tables.pop(path, None)
 
-    def write(self, path: str, rows: DataFrame | None, *, into_empty: bool = False) -> Any:
+    def write(self, path: str, rows: DataFrame | None, *, empty_at: int | None = None) -> Any:
         """Write ``rows`` (None: none) as data files of the table at ``path``, uncommitted.
 
-        ``into_empty``: the rows are to be the table's first; None (nothing written) when
-        it has data files already, and its :meth:`commit` raises
+        ``empty_at``: the rows are to be the table's first, and it had no data file at
+        that version (:func:`eventlake.tables.empty_at`); None (nothing written) when a
+        commit since added some, and its :meth:`commit` raises
         :class:`TableNotEmptyError` when another process adds some before it lands.
 
         Example:
-            >>> pending = ledger.write(state_table, first_rows, into_empty=True)
+            >>> pending = ledger.write(state_table, first_rows, empty_at=empty_at(state_table))
         """
         jvm = self.spark._jvm
         ledger = jvm.io.eventlake.ledger.DeltaLedger  # type: ignore[union-attr]
-        if into_empty:
+        if empty_at is not None:
             if rows is None:
                 raise ValueError("a write into an empty table needs its rows")
-            return ledger.writeIntoEmpty(self.spark._jsparkSession, path, rows._jdf)
+            return ledger.writeIntoEmpty(self.spark._jsparkSession, path, rows._jdf, empty_at)
         return ledger.write(self.spark._jsparkSession, path, None if rows is None else rows._jdf)
 
     def _commit_once(self, path: str, pending: Any, java_marks: Any, since: int, note: str) -> int:
@@ -380,7 +381,7 @@ class Ledger:
             if name.endswith("MetadataChangedException"):
                 raise _MetadataChanged(message) from None
             if name.endswith("ConcurrentAppendException"):
-                # Only a commit written into_empty reads the table: another process
+                # Only a commit written with empty_at reads the table: another process
                 # added files to it meanwhile.
                 raise TableNotEmptyError(message) from None
             raise
@@ -455,8 +456,8 @@ class Ledger:
 
 def _renewed(jvm: Any, pending: Any) -> Any:
     """``DeltaLedger.renewed``: ``pending``'s files on the table's new version (None when
-    they cannot be committed there); :class:`TableNotEmptyError` for rows written
-    into_empty when the table has files now."""
+    they cannot be committed there); :class:`TableNotEmptyError` for rows written with
+    empty_at when the table has files now."""
     from py4j.protocol import Py4JJavaError
 
     try:

@@ -53,8 +53,8 @@ from eventlake.tables import (
     KAFKA_POSITION_COLUMNS,
     MATERIALIZED_SOURCE_CONFS,
     delta_path_sql,
+    empty_at,
     ensure_table,
-    has_no_rows,
     merge_source,
     retry_conflicts,
     state_path,
@@ -235,8 +235,8 @@ def apply_state(
     marks are committed after (:func:`commit_state_marks`).
 
     Into a table with no rows yet (a topic's first landing), with ``marks``, the winners
-    are written, not merged, in one commit with the marks (``Ledger.write(into_empty=
-    True)``): a MERGE there costs a join and a second pass for nothing. ``read_back``:
+    are written, not merged, in one commit with the marks (``Ledger.write(empty_at=
+    ...)``): a MERGE there costs a join and a second pass for nothing. ``read_back``:
     ``decoded`` is a plain read of table files (:func:`eventlake.ingest.batch.read_back`'s),
     which may be read again at the cost of reading them; otherwise the winners are held
     (:func:`eventlake.tables.merge_source`). A MERGE that loses a commit race (e.g.
@@ -260,11 +260,12 @@ def apply_state(
         ),
     )
     paths = {topic: ensure_state_table(spark, settings, topic) for topic in topics}
-    first = {t for t, path in paths.items() if marks is not None and has_no_rows(path)}
+    empty = {t: empty_at(path) for t, path in paths.items()} if marks is not None else {}
+    first = {t: version for t, version in empty.items() if version is not None}
     latest = latest_per_key(records)
     # Written once by the first rows' commit, a source that is a plain read of files is
     # not worth holding: one topic, read back, its first rows.
-    held = not (read_back and len(topics) == 1 and set(topics) == first)
+    held = not (read_back and len(topics) == 1 and set(topics) == set(first))
     if held:
         latest = merge_source(latest)
     counted = observed_values(keyless_seen)
@@ -272,8 +273,7 @@ def apply_state(
     try:
         return _merge_batch(spark, settings, paths, latest, first, keyless, marks)
     finally:
-        if held:
-            release(latest)
+        release(latest)  # the held rows, or the winners' coordinates under them
 
 
 class StateConflictError(RuntimeError):
@@ -333,7 +333,7 @@ def _merge_batch(
     settings: Settings,
     paths: dict[str, str],
     latest: DataFrame,
-    first: set[str],
+    first: dict[str, int],
     keyless: dict[str, int],
     marks: StateMarks | None,
 ) -> dict[str, StateChange]:
@@ -349,6 +349,7 @@ def _merge_batch(
                 settings,
                 topic,
                 inserts,
+                first[topic],
                 marks.ends,
                 caught_up_ms=marks.caught_up_ms,
                 note=marks.note,
@@ -454,6 +455,7 @@ def commit_first_rows(
     settings: Settings,
     topic: str,
     rows: DataFrame,
+    version: int,
     ends: Marks,
     *,
     caught_up_ms: int | None,
@@ -461,17 +463,18 @@ def commit_first_rows(
     batch: int | None = None,
 ) -> int | None:
     """:func:`commit_state_marks` with ``rows`` (state rows: the table's columns) added as
-    the table's first rows, in the same commit; how many it added. None, with nothing
-    committed, when the table has rows already or another process adds some meanwhile.
+    the table's first rows, in the same commit; how many it added. ``version``: one at
+    which the table had no rows (:func:`eventlake.tables.empty_at`). None, with nothing
+    committed, when a commit since added rows, or another process adds some meanwhile.
 
     Example:
-        >>> commit_first_rows(ledger, settings, "customers", winners, {("customers", 0): 120},
-        ...                   caught_up_ms=None, note="batch 0")
+        >>> commit_first_rows(ledger, settings, "customers", winners, 0,
+        ...                   {("customers", 0): 120}, caught_up_ms=None, note="batch 0")
         90046
     """
     path = str(state_path(settings, topic))
     ledger.marks(path, STATE, [topic])
-    pending = ledger.write(path, rows, into_empty=True)
+    pending = ledger.write(path, rows, empty_at=version)
     if pending is None:
         return None
     try:
@@ -553,18 +556,20 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
             wanted = latest.where(~F.col("_tombstone"))
             keys = wanted.count()
             path = ensure_state_table(spark, settings, topic)
+            version = empty_at(path)
             first = (
-                commit_first_rows(
+                None
+                if version is None
+                else commit_first_rows(
                     ledger,
                     settings,
                     topic,
                     wanted.select(*EVENT_COLUMNS),
+                    version,
                     ends,
                     caught_up_ms=read_at_ms,
                     note="reconcile",
                 )
-                if has_no_rows(path)
-                else None
             )
             values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
             differs = (

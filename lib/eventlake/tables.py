@@ -582,21 +582,24 @@ def rejected_by_ingest() -> Column:
     return F.coalesce(F.col("rejected_by"), F.lit(INGEST_JOB)) == INGEST_JOB
 
 
-def has_no_rows(path: str | Path) -> bool:
-    """Whether the Delta table at ``path`` has no data file (a table just created),
-    read from its log with delta-rs; False when delta-rs cannot read it.
+def empty_at(path: str | Path) -> int | None:
+    """The latest version of the Delta table at ``path`` when it has no data file then
+    (a table just created), read from its log with delta-rs; None when it has files,
+    when there is no table, or when delta-rs cannot read it.
 
     Example:
-        >>> has_no_rows(ensure_state_table(spark, settings, "new-topic"))
-        True
+        >>> empty_at(ensure_state_table(spark, settings, "new-topic"))
+        0
     """
     from deltalake.exceptions import DeltaError
 
     try:
         table = delta_rs_table(path)
     except DeltaError:
-        return False
-    return table is not None and not table.file_uris()
+        return None
+    if table is None or table.file_uris():
+        return None
+    return int(table.version())
 
 
 def may_hold_topic(path: Path, topic: str) -> bool:
