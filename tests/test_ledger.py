@@ -182,11 +182,18 @@ def _pending_event(
 ) -> tuple[Ledger, str, Any]:
     """A ledger, the events table's path and one written, uncommitted row: all columns
     null but ``id``."""
+    ledger, path = _events_ledger(spark, settings)
+    return ledger, path, ledger.write(path, _event_row(spark, event_id))
+
+
+def _events_ledger(spark: SparkSession, settings: Settings) -> tuple[Ledger, str]:
+    """A ledger that has read the marks of topic ``t`` in the (new) events table, and the
+    table's path."""
     ensure_tables(spark, settings)
     path = str(settings.table_path(EVENTS))
     ledger = Ledger(spark)
     ledger.marks(path, INGEST, ["t"])
-    return ledger, path, ledger.write(path, _event_row(spark, event_id))
+    return ledger, path
 
 
 @pytest.mark.parametrize(
@@ -264,10 +271,7 @@ def test_rows_into_an_empty_table_are_not_written_once_it_has_rows(
 def test_rows_into_an_empty_table_are_refused_when_another_process_adds_rows_first(
     spark: SparkSession, warehouse_settings: Settings, property_set_too: bool
 ) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(EVENTS))
-    ledger = Ledger(spark)
-    ledger.marks(path, INGEST, ["t"])
+    ledger, path = _events_ledger(spark, warehouse_settings)
     pending = ledger.write(path, _event_row(spark, "mine"), empty_at=empty_at(path))
     _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
     if property_set_too:  # the ledger then renews the commit on the new version
@@ -282,10 +286,7 @@ def test_rows_into_an_empty_table_are_refused_when_another_process_adds_rows_fir
 def test_rows_into_an_empty_table_commit_with_their_marks_and_say_how_many(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(EVENTS))
-    ledger = Ledger(spark)
-    ledger.marks(path, INGEST, ["t"])
+    ledger, path = _events_ledger(spark, warehouse_settings)
     rows = _event_row(spark, "a").unionByName(_event_row(spark, "b"))
     pending = ledger.write(path, rows, empty_at=empty_at(path))
 
@@ -297,10 +298,7 @@ def test_rows_into_an_empty_table_commit_with_their_marks_and_say_how_many(
 
 
 def test_marks_never_move_back(spark: SparkSession, warehouse_settings: Settings) -> None:
-    ensure_tables(spark, warehouse_settings)
-    path = str(warehouse_settings.table_path(EVENTS))
-    ledger = Ledger(spark)
-    ledger.marks(path, INGEST, ["t"])
+    ledger, path = _events_ledger(spark, warehouse_settings)
     ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 10}, note="ahead")
     ledger.commit(path, ledger.write(path, None), INGEST, {("t", 0): 4}, note="behind")
     assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 10}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake import state, tables
@@ -21,6 +21,12 @@ from eventlake.tables import EVENTS_SCHEMA, REJECTS_SCHEMA, ensure_tables, state
 from tests.helpers import binary_headers, delta_operations, read_table, structured_value
 
 JSON_CT = [("content-type", b"application/cloudevents+json")]
+#: Key a put; key b put, then deleted by a plain tombstone.
+_A_KEPT_B_DELETED: list[Record] = [
+    (b"a", b"1", binary_headers("a1")),
+    (b"b", b"1", binary_headers("b1")),
+    (b"b", None, []),
+]
 
 
 def _send(settings: Settings, topic: str, records: list[Record]) -> None:
@@ -131,6 +137,16 @@ def test_null_key_records_are_counted_not_applied(
     assert _state(spark, warehouse_settings, topic) == {b"a": "a1"}
 
 
+def _changes(spark: SparkSession, settings: Settings, topic: str) -> DataFrame:
+    """The state table's Change Data Feed from its first version."""
+    return (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(str(state_path(settings, topic)))
+    )
+
+
 def test_change_feed_shows_deletes(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
@@ -138,34 +154,17 @@ def test_change_feed_shows_deletes(
     _ingest(spark, warehouse_settings, topic)
     _send(warehouse_settings, topic, [(b"a", None, binary_headers("a2"))])
     _ingest(spark, warehouse_settings, topic)
-    changes = (
-        spark.read.format("delta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", 0)
-        .load(str(state_path(warehouse_settings, topic)))
-        .where("_change_type = 'delete'")
-        .collect()
-    )
-    assert [(bytes(r.kafka_key), r.id) for r in changes] == [(b"a", "a1")]
+    changes = _changes(spark, warehouse_settings, topic).where("_change_type = 'delete'")
+    assert [(bytes(r.kafka_key), r.id) for r in changes.collect()] == [(b"a", "a1")]
 
 
 def test_change_feed_shows_the_first_batchs_keys_as_inserts(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
-    # The first batch into a new state table is inserts only (no join to the empty table).
-    _send(
-        warehouse_settings,
-        topic,
-        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1")), (b"b", None, [])],
-    )
+    # The first batch into a new state table is written, not merged: its rows are inserts.
+    _send(warehouse_settings, topic, _A_KEPT_B_DELETED)
     _ingest(spark, warehouse_settings, topic)
-    changes = (
-        spark.read.format("delta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", 0)
-        .load(str(state_path(warehouse_settings, topic)))
-        .collect()
-    )
+    changes = _changes(spark, warehouse_settings, topic).collect()
     assert [(bytes(r.kafka_key), r.id, r._change_type) for r in changes] == [(b"a", "a1", "insert")]
 
 
@@ -201,11 +200,7 @@ def test_a_table_found_empty_that_has_rows_by_then_gets_the_merge(
 def test_a_reconcile_into_a_new_state_table_writes_its_keys_with_the_marks(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
-    _send(
-        warehouse_settings,
-        topic,
-        [(b"a", b"1", binary_headers("a1")), (b"b", b"1", binary_headers("b1")), (b"b", None, [])],
-    )
+    _send(warehouse_settings, topic, _A_KEPT_B_DELETED)
 
     report = state.reconcile_state(spark, warehouse_settings, topic)
 
