@@ -53,7 +53,8 @@ def test_the_delta_version_in_use_is_one_the_ledger_was_checked_with() -> None:
     version = metadata.version("delta-spark")
     assert version in CHECKED_DELTA_VERSIONS, (
         f"delta-spark {version}: check eventlake.ledger's commit path (Delta's transaction "
-        "API, an internal) against it, then add it to CHECKED_DELTA_VERSIONS"
+        "API, an internal) and maintenance's RETENTION_ARGUMENT_IGNORED_CONF "
+        "(tests/test_maintenance.py) against it, then add it to CHECKED_DELTA_VERSIONS"
     )
     assert check_delta_version() == version
 

@@ -5,8 +5,8 @@ small function, listed in :data:`SPARK_INTERNALS` with the test that exercises i
 upgrade of Spark fails ``tests/test_engine_versions.py`` with a sentence naming every
 internal and its test, until they pass and the version is added to
 :data:`CHECKED_SPARK_VERSIONS`. Delta's internals (the ledger's commits through its
-transaction API) have their own guard: :data:`eventlake.ledger.CHECKED_DELTA_VERSIONS`,
-refused at run time as well.
+transaction API, maintenance's ``vacuum.retentionWindowIgnore.enabled``) have their own
+guard: :data:`eventlake.ledger.CHECKED_DELTA_VERSIONS`, refused at run time as well.
 
 Example:
     >>> unchecked_spark("4.1.3")
