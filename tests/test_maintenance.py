@@ -180,6 +180,12 @@ def test_a_request_below_the_safety_retention_is_refused() -> None:
         MaintenanceRequest(retention_hours=24)
 
 
+@pytest.mark.parametrize("hours", [float("nan"), float("inf")])
+def test_a_retention_that_is_not_a_finite_number_of_hours_is_refused(hours: float) -> None:
+    with pytest.raises(MaintenanceError, match="finite number of hours"):
+        MaintenanceRequest(retention_hours=hours, allow_below_safety=True)
+
+
 def test_a_request_for_a_name_that_is_not_a_topic_is_refused() -> None:
     with pytest.raises(MaintenanceError, match="not Kafka topic names"):
         MaintenanceRequest(topics=("bad topic!",))

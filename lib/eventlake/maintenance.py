@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -137,7 +138,8 @@ class SweepResult:
 
 
 def check_retention(retention_hours: float | None, allow_below_safety: bool = False) -> None:
-    """Refuse a VACUUM retention that is negative, or below 168 hours without the override.
+    """Refuse a VACUUM retention that is not a finite number, is negative, or is below 168
+    hours without the override.
 
     ``None`` means the table's own retention (Delta's default: 168 hours) and passes.
 
@@ -153,6 +155,11 @@ def check_retention(retention_hours: float | None, allow_below_safety: bool = Fa
         return
     if isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float):
         raise MaintenanceError(f"retention_hours must be a number, not {retention_hours!r}.")
+    if not math.isfinite(retention_hours):
+        # Delta rounds NaN to 0 hours: a VACUUM of every file no version needs.
+        raise MaintenanceError(
+            f"retention_hours must be a finite number of hours, not {retention_hours!r}."
+        )
     if retention_hours < 0:
         raise MaintenanceError(f"retention_hours must be >= 0, not {retention_hours!r}.")
     if retention_hours < SAFETY_RETENTION_HOURS and not allow_below_safety:
