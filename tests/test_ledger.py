@@ -24,18 +24,19 @@ from eventlake.kafka import create_topic
 from eventlake.ledger import (
     CHECKED_DELTA_VERSIONS,
     INGEST,
+    FilesChangedError,
     Ledger,
     LedgerConflictError,
     LedgerMovedError,
-    TableNotEmptyError,
     check_delta_version,
+    landed_version,
     ledger_key,
     read_marks,
 )
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.streaming import checkpoint_folder
-from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, empty_at, ensure_tables
+from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, delta_rs_table, empty_at, ensure_tables
 from tests.helpers import delta_operations, produce_events, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
@@ -278,7 +279,7 @@ def test_rows_into_an_empty_table_are_refused_when_another_process_adds_rows_fir
     if property_set_too:  # the ledger then renews the commit on the new version
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
 
-    with pytest.raises(TableNotEmptyError):
+    with pytest.raises(FilesChangedError):
         ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="mine")
     assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["theirs"]
     assert read_marks(Path(path), INGEST, ["t"])[1] == {}
@@ -310,3 +311,61 @@ def test_a_table_whose_first_commit_is_not_written_yet_has_no_marks(tmp_path: Pa
     (tmp_path / "state" / "_delta_log").mkdir(parents=True)
 
     assert read_marks(tmp_path / "state", INGEST, ["t"]) == (-1, {})
+
+
+def _one_file(path: str) -> dict[str, int]:
+    """The table's data file, as the log has it, and its size."""
+    table = delta_rs_table(path)
+    assert table is not None
+    added = table.get_add_actions(flatten=True)
+    paths, sizes = added.column("path").to_pylist(), added.column("size_bytes").to_pylist()
+    assert len(paths) == 1
+    return {paths[0]: sizes[0]}
+
+
+def test_a_rewrite_replaces_the_files_it_names_with_its_rows_and_marks(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ledger, path = _events_ledger(spark, warehouse_settings)
+    _event_row(spark, "old").write.format("delta").mode("append").save(path)
+    version = landed_version(path)
+    assert version is not None
+
+    pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
+    ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="rewrite")
+
+    assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["new"]
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 1}
+
+
+def test_a_rewrite_is_not_written_once_files_changed_since_its_version(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    ledger, path = _events_ledger(spark, warehouse_settings)
+    _event_row(spark, "old").write.format("delta").mode("append").save(path)
+    version = landed_version(path)
+    assert version is not None
+    removed = _one_file(path)
+    _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
+
+    assert ledger.rewrite(path, _event_row(spark, "new"), version, removed) is None
+
+
+@pytest.mark.parametrize("theirs", ["append", "delete"])
+def test_a_rewrite_is_refused_when_another_process_changes_the_files_first(
+    spark: SparkSession, warehouse_settings: Settings, theirs: str
+) -> None:
+    ledger, path = _events_ledger(spark, warehouse_settings)
+    _event_row(spark, "old").write.format("delta").mode("append").save(path)
+    version = landed_version(path)
+    assert version is not None
+    pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
+    if theirs == "append":
+        _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
+    else:
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 'old'")
+
+    with pytest.raises(FilesChangedError):
+        ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="mine")
+    assert "new" not in [r["id"] for r in spark.read.format("delta").load(path).collect()]
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {}

@@ -91,9 +91,10 @@ class _MetadataChanged(RuntimeError):
     """One commit attempt lost to a change of its table's metadata (Delta's message)."""
 
 
-class TableNotEmptyError(RuntimeError):
-    """A commit of rows that were to be a table's first (``Ledger.write(empty_at=...)``)
-    found data files another process added; nothing was committed."""
+class FilesChangedError(RuntimeError):
+    """A commit of rows computed from a table's files at a version (its first rows,
+    ``Ledger.write(empty_at=...)``; its rewritten files, :meth:`Ledger.rewrite`) found data
+    files another process added or removed since; nothing was committed."""
 
 
 class LedgerVersionError(RuntimeError):
@@ -334,7 +335,7 @@ class Ledger:
         ``empty_at``: the rows are to be the table's first, and it had no data file at
         that version (:func:`eventlake.tables.empty_at`); None (nothing written) when a
         commit since added some, and its :meth:`commit` raises
-        :class:`TableNotEmptyError` when another process adds some before it lands.
+        :class:`FilesChangedError` when another process adds some before it lands.
 
         Example:
             >>> pending = ledger.write(state_table, first_rows, empty_at=empty_at(state_table))
@@ -346,6 +347,27 @@ class Ledger:
                 raise ValueError("a write into an empty table needs its rows")
             return ledger.writeIntoEmpty(self.spark._jsparkSession, path, rows._jdf, empty_at)
         return ledger.write(self.spark._jsparkSession, path, None if rows is None else rows._jdf)
+
+    def rewrite(self, path: str, rows: DataFrame, read_at: int, removed: Mapping[str, int]) -> Any:
+        """Write ``rows`` (the table's columns and Delta's ``_change_type``: null for the
+        table's rows, the change for its Change Data Feed) as data files of the table at
+        ``path`` replacing the files ``removed`` (path as the log has it -> size), all
+        computed from the table's files at version ``read_at``; uncommitted. None (nothing
+        written) when a commit since added or removed files; its :meth:`commit` raises
+        :class:`FilesChangedError` when another process does before it lands.
+
+        Example:
+            >>> pending = ledger.rewrite(state_table, rows, 41, {"part-0.parquet": 2048})
+        """
+        jvm = self.spark._jvm
+        paths = jvm.java.util.ArrayList()  # type: ignore[union-attr]
+        sizes = jvm.java.util.ArrayList()  # type: ignore[union-attr]
+        for name, size in removed.items():
+            paths.add(name)
+            sizes.add(size)
+        return jvm.io.eventlake.ledger.DeltaLedger.rewrite(  # type: ignore[union-attr]
+            self.spark._jsparkSession, path, rows._jdf, read_at, paths, sizes
+        )
 
     def _commit_once(self, path: str, pending: Any, java_marks: Any, since: int, note: str) -> int:
         """One attempt of :meth:`commit`: Delta's refusals as the ledger's errors."""
@@ -380,10 +402,10 @@ class Ledger:
                 ) from None
             if name.endswith("MetadataChangedException"):
                 raise _MetadataChanged(message) from None
-            if name.endswith("ConcurrentAppendException"):
-                # Only a commit written with empty_at reads the table: another process
-                # added files to it meanwhile.
-                raise TableNotEmptyError(message) from None
+            if name.endswith(_FILES_CHANGED):
+                # Only a commit computed from the table's files (empty_at, rewrite) reads
+                # the table: another process added or removed files meanwhile.
+                raise FilesChangedError(message) from None
             raise
 
     def commit(
@@ -454,17 +476,27 @@ class Ledger:
         return version
 
 
+#: Delta's refusals of a commit that read the table's files (``ConcurrentAppendException``,
+#: ``ConcurrentDeleteReadException``, ``ConcurrentDeleteDeleteException``) and the ledger's.
+_FILES_CHANGED: Final = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "FilesChangedException",
+)
+
+
 def _renewed(jvm: Any, pending: Any) -> Any:
     """``DeltaLedger.renewed``: ``pending``'s files on the table's new version (None when
-    they cannot be committed there); :class:`TableNotEmptyError` for rows written with
-    empty_at when the table has files now."""
+    they cannot be committed there); :class:`FilesChangedError` for rows computed from the
+    table's files when files changed since."""
     from py4j.protocol import Py4JJavaError
 
     try:
         return jvm.io.eventlake.ledger.DeltaLedger.renewed(pending)
     except Py4JJavaError as error:
-        if str(error.java_exception.getClass().getName()).endswith("TableNotEmptyException"):
-            raise TableNotEmptyError(str(error.java_exception.getMessage())) from None
+        if str(error.java_exception.getClass().getName()).endswith("FilesChangedException"):
+            raise FilesChangedError(str(error.java_exception.getMessage())) from None
         raise
 
 

@@ -42,7 +42,7 @@ from eventlake.binding import (
     to_events,
 )
 from eventlake.duplicates import DUPLICATE_EVENT
-from eventlake.ledger import STATE, Ledger, Marks, TableNotEmptyError, caught_up_key
+from eventlake.ledger import STATE, FilesChangedError, Ledger, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
 from eventlake.settings import Settings
@@ -220,6 +220,47 @@ class StateMarks:
     note: str
     batch: int | None = None
 
+    def commit(self, settings: Settings, topic: str, pending: Any = None) -> int:
+        """:func:`commit_state_marks` of ``topic``, with ``pending``'s files (the ledger's
+        uncommitted write) when given; the table version."""
+        path = str(state_path(settings, topic))
+        if pending is None:
+            return commit_state_marks(
+                self.ledger,
+                settings,
+                topic,
+                self.ends,
+                caught_up_ms=self.caught_up_ms,
+                note=self.note,
+                batch=self.batch,
+            )
+        return _commit_marks(
+            self.ledger,
+            path,
+            topic,
+            self.ends,
+            pending,
+            self.caught_up_ms,
+            self.note,
+            self.batch,
+        )
+
+    def commit_first_rows(
+        self, settings: Settings, topic: str, rows: DataFrame, version: int
+    ) -> int | None:
+        """:func:`commit_first_rows` with these marks."""
+        return commit_first_rows(
+            self.ledger,
+            settings,
+            topic,
+            rows,
+            version,
+            self.ends,
+            caught_up_ms=self.caught_up_ms,
+            note=self.note,
+            batch=self.batch,
+        )
+
 
 def apply_state(
     spark: SparkSession,
@@ -344,19 +385,15 @@ def _merge_batch(
         if topic in first and marks is not None:
             # Tombstones delete nothing in a table with no rows: the rest is its rows.
             inserts = source.where(~F.col("_tombstone")).select(*EVENT_COLUMNS)
-            written = commit_first_rows(
-                marks.ledger,
-                settings,
-                topic,
-                inserts,
-                first[topic],
-                marks.ends,
-                caught_up_ms=marks.caught_up_ms,
-                note=marks.note,
-                batch=marks.batch,
-            )
+            written = marks.commit_first_rows(settings, topic, inserts, first[topic])
             if written is not None:
                 changes[topic] = StateChange(upserted=written, skipped_no_key=skipped)
+                continue
+        if marks is not None:
+            rewritten = _rewrite_with_marks(spark, settings, topic, path, source, marks)
+            if rewritten is not None:
+                upserted, deleted = rewritten
+                changes[topic] = StateChange(upserted, deleted, skipped_no_key=skipped)
                 continue
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
         with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
@@ -371,17 +408,34 @@ def _merge_batch(
                 "it stands.",
             )
         if marks is not None:
-            commit_state_marks(
-                marks.ledger,
-                settings,
-                topic,
-                marks.ends,
-                caught_up_ms=marks.caught_up_ms,
-                note=marks.note,
-                batch=marks.batch,
-            )
+            marks.commit(settings, topic)
         changes[topic] = StateChange(upserted=upserted, deleted=deleted, skipped_no_key=skipped)
     return changes
+
+
+def _rewrite_with_marks(
+    spark: SparkSession,
+    settings: Settings,
+    topic: str,
+    path: str,
+    winners: DataFrame,
+    marks: StateMarks,
+) -> tuple[int, int] | None:
+    """The batch's winners applied by :func:`eventlake.state_rewrite.rewrite_state`, in
+    one commit with the marks: (upserted, deleted); None, with nothing committed, when
+    the table's files cannot be read as they are or changed meanwhile (the caller then
+    MERGEs, which retries such races)."""
+    from eventlake.state_rewrite import rewrite_state
+
+    marks.ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
+    rewritten = rewrite_state(spark, marks.ledger, path, winners)
+    if rewritten is None:
+        return None
+    try:
+        marks.commit(settings, topic, rewritten.pending)
+    except FilesChangedError:
+        return None
+    return rewritten.upserted, rewritten.deleted
 
 
 @dataclass(frozen=True)
@@ -479,7 +533,7 @@ def commit_first_rows(
         return None
     try:
         _commit_marks(ledger, path, topic, ends, pending, caught_up_ms, note, batch)
-    except TableNotEmptyError:
+    except FilesChangedError:
         return None
     return int(pending.rows())
 

@@ -271,7 +271,7 @@ def rows_added_by(
     # through Spark, the table's detail and the commit's text were Spark jobs of every
     # state batch.
     table = delta_rs_table(path)
-    if table is None or not _files_hold_the_rows(table):
+    if table is None or not files_hold_the_rows(table):
         return None
     actions = commit_actions(path, version)
     if actions is None:
@@ -311,7 +311,7 @@ def rows_as_of(
 
     try:
         table = delta_rs_table(path, version)
-        if table is None or not _files_hold_the_rows(table):
+        if table is None or not files_hold_the_rows(table):
             return None
         added = table.get_add_actions(flatten=True)
     except DeltaError:
@@ -333,7 +333,7 @@ def rows_as_of(
     return rows if since is None else rows.where(F.col(since[0]) >= F.lit(since[1]))
 
 
-def _files_hold_the_rows(table: Any) -> bool:
+def files_hold_the_rows(table: Any) -> bool:
     """Whether a plain Parquet read of the table's data files gives its rows (delta-rs'
     view of the table): not when partition values live in the log, columns are renamed
     (column mapping), or deletion vectors may hide rows."""

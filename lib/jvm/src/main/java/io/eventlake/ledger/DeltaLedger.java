@@ -17,6 +17,7 @@ import org.apache.spark.sql.delta.actions.Action;
 import org.apache.spark.sql.delta.actions.AddFile;
 import org.apache.spark.sql.delta.actions.FileAction;
 import org.apache.spark.sql.delta.actions.Metadata;
+import org.apache.spark.sql.delta.actions.RemoveFile;
 import org.apache.spark.sql.delta.actions.SetTransaction;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -32,7 +33,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * offset) in the same commit as the rows that land it, as kafka-delta-ingest does.
  *
  * <p>{@link #write} writes a batch's data files without committing them; {@link #commit}
- * commits them together with the new marks. A commit is refused with {@link
+ * commits them together with the new marks. {@link #writeIntoEmpty} and {@link #rewrite}
+ * write rows computed from the table's files at a version (a state table's first rows,
+ * its changed files): their commit is refused with {@link FilesChangedException} when
+ * another commit added or removed data files since. A commit is refused with {@link
  * LedgerMovedException} when any commit since the version the caller read its marks at
  * set one of the same keys (another process landed the same partitions); after the
  * transaction's own read version Delta's conflict check refuses it the same way (the keys
@@ -48,13 +52,16 @@ public final class DeltaLedger {
   public static final class Pending {
     private final OptimisticTransaction txn;
     private final Seq<FileAction> files;
-    /** The table must have no data file when this commits ({@link #writeIntoEmpty}). */
-    private final boolean intoEmpty;
+    /**
+     * The rows were computed from the table's files at the transaction's read version
+     * ({@link #writeIntoEmpty}, {@link #rewrite}): no other commit may add or remove files.
+     */
+    private final boolean readsFiles;
 
-    private Pending(OptimisticTransaction txn, Seq<FileAction> files, boolean intoEmpty) {
+    private Pending(OptimisticTransaction txn, Seq<FileAction> files, boolean readsFiles) {
       this.txn = txn;
       this.files = files;
-      this.intoEmpty = intoEmpty;
+      this.readsFiles = readsFiles;
     }
 
     /** How many data files the commit will add. */
@@ -62,7 +69,7 @@ public final class DeltaLedger {
       return files.size();
     }
 
-    /** How many rows the commit will add (from the files' statistics). */
+    /** How many rows the commit's data files hold (their statistics; removed files aside). */
     public long rows() {
       long rows = 0;
       Iterator<FileAction> each = CollectionConverters.asJava(files.iterator());
@@ -80,9 +87,12 @@ public final class DeltaLedger {
     }
   }
 
-  /** A table written with {@link #writeIntoEmpty} has data files now; nothing was committed. */
-  public static final class TableNotEmptyException extends RuntimeException {
-    public TableNotEmptyException(String message) {
+  /**
+   * Another commit added or removed data files of a table since the version the rows of a
+   * {@link #writeIntoEmpty} or {@link #rewrite} were computed from; nothing was committed.
+   */
+  public static final class FilesChangedException extends RuntimeException {
+    public FilesChangedException(String message) {
       super(message);
     }
   }
@@ -112,23 +122,84 @@ public final class DeltaLedger {
    * table's first rows, written instead of merged), and had none at version {@code
    * emptyAt} (the caller read that from the log): null when a commit since added files.
    * The whole table counts as read, so a commit by another process adding files in
-   * between makes Delta refuse this one (its {@code ConcurrentAppendException}). The
-   * commits since {@code emptyAt} are read, not the snapshot's state: computing that
-   * costs a Spark job (~1.7 s in a fresh driver).
+   * between makes Delta refuse this one (its {@code ConcurrentAppendException}).
    */
   public static Pending writeIntoEmpty(
       SparkSession spark, String path, Dataset<Row> rows, long emptyAt) {
+    OptimisticTransaction txn = readingFilesOf(spark, path, emptyAt);
+    return txn == null ? null : new Pending(txn, txn.writeFiles(rows), true);
+  }
+
+  /**
+   * {@link #write} of rows computed from the table's data files at version {@code readAt}
+   * (the caller listed them from the log), replacing the files {@code removed} (paths as the
+   * log has them, and their sizes) in the same commit: a copy-on-write of the files a state
+   * batch changes, without Delta's MERGE. {@code rows} has the table's columns and
+   * Delta's {@code _change_type}: null for the table's rows, the change's type for Change
+   * Data Feed rows, which Delta writes under {@code _change_data}. Null when a commit since
+   * {@code readAt} added or removed files; the whole table counts as read, so Delta
+   * refuses the commit when another one does meanwhile.
+   */
+  public static Pending rewrite(
+      SparkSession spark,
+      String path,
+      Dataset<Row> rows,
+      long readAt,
+      List<String> removed,
+      List<? extends Number> sizes) {
+    OptimisticTransaction txn = readingFilesOf(spark, path, readAt);
+    if (txn == null) {
+      return null;
+    }
+    List<FileAction> files = new ArrayList<>(CollectionConverters.asJava(txn.writeFiles(rows)));
+    long now = System.currentTimeMillis();
+    scala.collection.immutable.Map<String, String> none = scala.collection.immutable.Map$.MODULE$.empty();
+    for (int i = 0; i < removed.size(); i++) {
+      files.add(
+          new RemoveFile(
+              removed.get(i),
+              Option.apply((Object) now),
+              true,
+              Option.apply((Object) true),
+              none,
+              Option.apply((Object) sizes.get(i).longValue()),
+              null,
+              null,
+              Option.empty(),
+              Option.empty(),
+              null,
+              Option.empty()));
+    }
+    return new Pending(txn, CollectionConverters.asScala(files).toSeq(), true);
+  }
+
+  /**
+   * A transaction on the table's latest version that registers the whole table as read,
+   * or null when a commit after {@code version} added or removed data files. The commits
+   * since are read, not the snapshot's state: computing that costs a Spark job (~1.7 s in
+   * a fresh driver).
+   */
+  private static OptimisticTransaction readingFilesOf(SparkSession spark, String path, long version) {
     OptimisticTransaction txn = DeltaLog.forTable(spark, path).startTransaction();
-    if (addedFilesSince(txn, emptyAt) != null) {
+    if (firstChange(txn, version, DeltaLedger::changesFiles) != null) {
       return null;
     }
     txn.readWholeTable();
-    return new Pending(txn, txn.writeFiles(rows), true);
+    return txn;
   }
 
-  /** The first commit after {@code version}, up to the transaction's, that adds a data file. */
-  private static Long addedFilesSince(OptimisticTransaction txn, long version) {
-    if (version >= txn.readVersion()) {
+  private static boolean changesFiles(Action action) {
+    return action instanceof AddFile || action instanceof RemoveFile;
+  }
+
+  /**
+   * The first action after {@code version}, up to the transaction's read version, that
+   * {@code matches}, described with its version (null: none).
+   */
+  private static String firstChange(
+      OptimisticTransaction txn, long version, java.util.function.Predicate<Action> matches) {
+    long readVersion = txn.readVersion();
+    if (version >= readVersion) {
       return null;
     }
     Iterator<Tuple2<Object, scala.collection.immutable.Seq<Action>>> changes =
@@ -136,13 +207,14 @@ public final class DeltaLedger {
     while (changes.hasNext()) {
       Tuple2<Object, scala.collection.immutable.Seq<Action>> change = changes.next();
       long at = (Long) change._1();
-      if (at > txn.readVersion()) {
+      if (at > readVersion) {
         break;
       }
       Iterator<Action> actions = CollectionConverters.asJava(change._2().iterator());
       while (actions.hasNext()) {
-        if (actions.next() instanceof AddFile) {
-          return at;
+        Action action = actions.next();
+        if (matches.test(action)) {
+          return "version " + at + " of " + txn.deltaLog().dataPath() + ": " + action.json();
         }
       }
     }
@@ -189,15 +261,14 @@ public final class DeltaLedger {
         return null;
       }
     }
-    if (pending.intoEmpty) {
-      Long added = addedFilesSince(txn, pending.txn.readVersion());
-      if (added != null) {
-        throw new TableNotEmptyException(
-            txn.deltaLog().dataPath() + " has data files since version " + added);
+    if (pending.readsFiles) {
+      String changed = firstChange(txn, pending.txn.readVersion(), DeltaLedger::changesFiles);
+      if (changed != null) {
+        throw new FilesChangedException("files changed at " + changed);
       }
       txn.readWholeTable();
     }
-    return new Pending(txn, pending.files, pending.intoEmpty);
+    return new Pending(txn, pending.files, pending.readsFiles);
   }
 
   /** Table properties that hold Delta's CHECK constraints. */
@@ -246,29 +317,10 @@ public final class DeltaLedger {
   /** What moved one of {@code marks}' keys after {@code sinceVersion}, or null. */
   private static String movedSince(
       OptimisticTransaction txn, Map<String, ? extends Number> marks, long sinceVersion) {
-    long readVersion = txn.readVersion();
-    if (sinceVersion >= readVersion) {
-      return null;
-    }
-    Iterator<Tuple2<Object, scala.collection.immutable.Seq<Action>>> changes =
-        CollectionConverters.asJava(
-            txn.deltaLog().getChanges(sinceVersion + 1, Option.empty(), false));
-    while (changes.hasNext()) {
-      Tuple2<Object, scala.collection.immutable.Seq<Action>> change = changes.next();
-      long version = (Long) change._1();
-      if (version > readVersion) {
-        break;
-      }
-      Iterator<Action> actions = CollectionConverters.asJava(change._2().iterator());
-      while (actions.hasNext()) {
-        Action action = actions.next();
-        if (action instanceof SetTransaction set && marks.containsKey(set.appId())) {
-          return "version " + version + " of " + txn.deltaLog().dataPath() + " set "
-              + set.appId() + " to " + set.version() + " after version " + sinceVersion;
-        }
-      }
-    }
-    return null;
+    return firstChange(
+        txn,
+        sinceVersion,
+        action -> action instanceof SetTransaction set && marks.containsKey(set.appId()));
   }
 
   /** Every ledger key with {@code prefix} and its mark, at the table's latest version. */
