@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.ledger import Ledger
@@ -61,6 +61,8 @@ def rewrite_state(
         table = delta_rs_table(path)
         if table is None or not files_hold_the_rows(table):
             return None
+        if {f.name for f in table.schema().fields} != set(EVENTS_SCHEMA.fieldNames()):
+            return None  # columns someone added (or one not added yet): the MERGE keeps them
         version = int(table.version())
         added = table.get_add_actions(flatten=True)
     except DeltaError:
@@ -134,24 +136,25 @@ def _rewritten_rows(winners: DataFrame, current: DataFrame | None, touched: set[
     both = new.alias("s").join(
         old.alias("t"), F.col("s.kafka_key") == F.col("t.kafka_key"), "full_outer"
     )
-    has_new = F.coalesce(F.col("s._new"), F.lit(False))
-    has_old = F.coalesce(F.col("t._old"), F.lit(False))
-    upsert = has_new & ~F.col("s._tombstone")
 
-    def row(side: str, change: str | None) -> Column:
-        return F.struct(
-            *(F.col(f"{side}.{c}").alias(c) for c in columns),
-            F.lit(change).cast("string").alias(CHANGE_TYPE),
-        )
+    def row(side: str, change: str | None) -> str:
+        fields = ", ".join(f"'{c}', {side}.`{c}`" for c in columns)
+        kind = "CAST(NULL AS STRING)" if change is None else f"'{change}'"
+        return f"named_struct({fields}, '{CHANGE_TYPE}', {kind})"
 
-    candidates = F.array(
-        F.when(upsert, row("s", None)),
-        F.when(~has_new, row("t", None)),  # a row no winner touches, kept as it is
-        F.when(upsert & has_old, row("t", "update_preimage")),
-        F.when(upsert & has_old, row("s", "update_postimage")),
-        F.when(upsert & ~has_old, row("s", "insert")),
-        F.when(has_new & F.col("s._tombstone") & has_old, row("t", "delete")),
-    )
-    return both.select(F.explode(F.filter(candidates, lambda r: r.isNotNull())).alias("r")).select(
-        "r.*"
-    )
+    has_new = "coalesce(s._new, false)"
+    has_old = "coalesce(t._old, false)"
+    upsert = f"({has_new} AND NOT s._tombstone)"
+    deletes = f"({has_new} AND s._tombstone AND {has_old})"
+    candidates = [
+        (upsert, row("s", None)),
+        (f"NOT {has_new}", row("t", None)),  # a row no winner touches, kept as it is
+        (f"{upsert} AND {has_old}", row("t", "update_preimage")),
+        (f"{upsert} AND {has_old}", row("s", "update_postimage")),
+        (f"{upsert} AND NOT {has_old}", row("s", "insert")),
+        (deletes, row("t", "delete")),
+    ]
+    # One SQL expression: built column by column in Python it took ~0.4 s of py4j calls
+    # and analysis per batch, as much as writing a small table's files.
+    each = ", ".join(f"CASE WHEN {when} THEN {value} END" for when, value in candidates)
+    return both.selectExpr(f"inline(filter(array({each}), r -> r IS NOT NULL))")
