@@ -369,3 +369,20 @@ def test_a_rewrite_is_refused_when_another_process_changes_the_files_first(
         ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="mine")
     assert "new" not in [r["id"] for r in spark.read.format("delta").load(path).collect()]
     assert read_marks(Path(path), INGEST, ["t"])[1] == {}
+
+
+def test_a_rewrite_that_loses_to_a_property_change_commits_on_the_new_version(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    # The compaction check records a risk as a property: no file changed, nothing to redo.
+    ledger, path = _events_ledger(spark, warehouse_settings)
+    _event_row(spark, "old").write.format("delta").mode("append").save(path)
+    version = landed_version(path)
+    assert version is not None
+    pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
+
+    ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="mine")
+
+    assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["new"]
+    assert read_marks(Path(path), INGEST, ["t"])[1] == {("t", 0): 1}
