@@ -313,6 +313,16 @@ def test_a_table_whose_first_commit_is_not_written_yet_has_no_marks(tmp_path: Pa
     assert read_marks(tmp_path / "state", INGEST, ["t"]) == (-1, {})
 
 
+def _one_row_table(spark: SparkSession, settings: Settings) -> tuple[Ledger, str, int]:
+    """:func:`_events_ledger` after another writer appended one row (id ``old``), and the
+    table's version then."""
+    ledger, path = _events_ledger(spark, settings)
+    _event_row(spark, "old").write.format("delta").mode("append").save(path)
+    version = landed_version(path)
+    assert version is not None
+    return ledger, path, version
+
+
 def _one_file(path: str) -> dict[str, int]:
     """The table's data file, as the log has it, and its size."""
     table = delta_rs_table(path)
@@ -326,10 +336,7 @@ def _one_file(path: str) -> dict[str, int]:
 def test_a_rewrite_replaces_the_files_it_names_with_its_rows_and_marks(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
-    ledger, path = _events_ledger(spark, warehouse_settings)
-    _event_row(spark, "old").write.format("delta").mode("append").save(path)
-    version = landed_version(path)
-    assert version is not None
+    ledger, path, version = _one_row_table(spark, warehouse_settings)
 
     pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
     ledger.commit(path, pending, INGEST, {("t", 0): 1}, note="rewrite")
@@ -341,10 +348,7 @@ def test_a_rewrite_replaces_the_files_it_names_with_its_rows_and_marks(
 def test_a_rewrite_is_not_written_once_files_changed_since_its_version(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
-    ledger, path = _events_ledger(spark, warehouse_settings)
-    _event_row(spark, "old").write.format("delta").mode("append").save(path)
-    version = landed_version(path)
-    assert version is not None
+    ledger, path, version = _one_row_table(spark, warehouse_settings)
     removed = _one_file(path)
     _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
 
@@ -355,10 +359,7 @@ def test_a_rewrite_is_not_written_once_files_changed_since_its_version(
 def test_a_rewrite_is_refused_when_another_process_changes_the_files_first(
     spark: SparkSession, warehouse_settings: Settings, theirs: str
 ) -> None:
-    ledger, path = _events_ledger(spark, warehouse_settings)
-    _event_row(spark, "old").write.format("delta").mode("append").save(path)
-    version = landed_version(path)
-    assert version is not None
+    ledger, path, version = _one_row_table(spark, warehouse_settings)
     pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
     if theirs == "append":
         _event_row(spark, "theirs").write.format("delta").mode("append").save(path)
@@ -375,10 +376,7 @@ def test_a_rewrite_that_loses_to_a_property_change_commits_on_the_new_version(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     # The compaction check records a risk as a property: no file changed, nothing to redo.
-    ledger, path = _events_ledger(spark, warehouse_settings)
-    _event_row(spark, "old").write.format("delta").mode("append").save(path)
-    version = landed_version(path)
-    assert version is not None
+    ledger, path, version = _one_row_table(spark, warehouse_settings)
     pending = ledger.rewrite(path, _event_row(spark, "new"), version, _one_file(path))
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('eventlake.test' = '1')")
 

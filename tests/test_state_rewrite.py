@@ -97,6 +97,7 @@ def test_files_added_under_a_rewrite_make_it_commit_nothing_and_the_merge_applie
     warehouse_settings: Settings,
     topic: str,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     produce_all(warehouse_settings, topic, _FIRST)
     _ingest(spark, warehouse_settings, topic)
@@ -128,6 +129,9 @@ def test_files_added_under_a_rewrite_make_it_commit_nothing_and_the_merge_applie
         "WRITE",
     ]
     assert (summary.state_upserted, summary.state_deleted) == (2, 1)
+    assert f"state {topic}: the table's files changed under the batch's rewrite" in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_state_table_with_deletion_vectors_is_merged(

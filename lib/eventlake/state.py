@@ -433,12 +433,19 @@ def _rewrite_with_marks(
     from eventlake.state_rewrite import rewrite_state
 
     marks.ledger.marks(path, STATE, [topic])  # the version the check of moved marks starts from
-    rewritten = rewrite_state(spark, marks.ledger, path, winners)
-    if rewritten is None:
-        return None
     try:
+        rewritten = rewrite_state(spark, marks.ledger, path, winners)
+        if rewritten is None:
+            return None
         marks.commit(settings, topic, rewritten.pending)
-    except FilesChangedError:
+    except FilesChangedError as changed:
+        # One line, as a MERGE's retry prints: another writer (OPTIMIZE) committed first.
+        first_line = str(changed).splitlines()[0][:200]
+        print(
+            f"state {topic}: the table's files changed under the batch's rewrite "
+            f"({first_line}); merging instead",
+            flush=True,
+        )
         return None
     return rewritten.upserted, rewritten.deleted
 

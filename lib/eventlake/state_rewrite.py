@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.ledger import Ledger
+from eventlake.ledger import FilesChangedError, Ledger
 from eventlake.tables import EVENTS_SCHEMA, data_file, delta_rs_table, files_hold_the_rows
 
 #: Delta's Change Data Feed column: null for a table row, else the change's type.
@@ -48,8 +48,9 @@ def rewrite_state(
     """Write the state table at ``path`` with ``winners`` (latest rows per key, the
     table's columns and ``_tombstone``) applied, as files replacing those they change;
     None, with nothing written, when its files cannot be read as they are (delta-rs
-    cannot read the table, deletion vectors, column mapping) or changed meanwhile: the
-    caller MERGEs.
+    cannot read the table, deletion vectors, column mapping, columns it does not know);
+    :class:`eventlake.ledger.FilesChangedError` when they changed since it listed them.
+    Either way the caller MERGEs.
 
     Example:
         >>> rewrite_state(spark, ledger, "/wh/state/customers", winners).upserted
@@ -90,7 +91,9 @@ def rewrite_state(
         removed[log_path[0]] = log_path[1]
     rows = _rewritten_rows(winners, current, set(touched))
     pending = ledger.rewrite(path, rows, version, removed)
-    return None if pending is None else Rewrite(pending, upserted, deleted)
+    if pending is None:
+        raise FilesChangedError(f"{path}: a commit since version {version} added or removed files")
+    return Rewrite(pending, upserted, deleted)
 
 
 def _file_name(uri_or_path: str) -> str:
