@@ -152,6 +152,25 @@ def test_a_state_table_with_deletion_vectors_is_merged(
     assert delta_operations(path)[-2:] == ["MERGE", "WRITE"]
 
 
+def test_a_state_table_with_a_column_of_its_users_is_merged_and_keeps_it(
+    spark: SparkSession, warehouse_settings: Settings, topic: str
+) -> None:
+    # A rewrite writes the columns eventlake knows: the MERGE leaves the others be.
+    produce_all(warehouse_settings, topic, _FIRST)
+    _ingest(spark, warehouse_settings, topic)
+    path = state_path(warehouse_settings, topic)
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (note STRING)")
+    spark.sql(f"UPDATE delta.`{path}` SET note = 'mine' WHERE kafka_key = X'64'")
+    produce_all(warehouse_settings, topic, _NEXT)
+
+    _ingest(spark, warehouse_settings, topic)
+
+    assert _state(spark, warehouse_settings, topic) == {b"a": "a2", b"c": "c1", b"d": "d1"}
+    notes = spark.read.format("delta").load(str(path)).where("note IS NOT NULL").collect()
+    assert [(bytes(r.kafka_key), r.note) for r in notes] == [(b"d", "mine")]
+    assert delta_operations(path)[-2:] == ["MERGE", "WRITE"]
+
+
 @pytest.mark.parametrize(
     "name",
     [
