@@ -4,7 +4,7 @@ and the MERGE when the table's files change under it or cannot be read as they a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -49,9 +49,17 @@ def _state(spark: SparkSession, settings: Settings, topic: str) -> dict[bytes, s
     return {bytes(r.kafka_key): r.id for r in rows}
 
 
-def _two_batches(spark: SparkSession, settings: Settings, topic: str) -> IngestSummary:
+def _two_batches(
+    spark: SparkSession,
+    settings: Settings,
+    topic: str,
+    between: Callable[[str], object] | None = None,
+) -> IngestSummary:
+    """Ingest _FIRST, then _NEXT; ``between`` gets the state table's path in between."""
     produce_all(settings, topic, _FIRST)
     _ingest(spark, settings, topic)
+    if between is not None:
+        between(str(state_path(settings, topic)))
     produce_all(settings, topic, _NEXT)
     return _ingest(spark, settings, topic)
 
@@ -138,16 +146,16 @@ def test_a_state_table_with_deletion_vectors_is_merged(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
     # Its files may hold rows the table no longer has: not read as they are.
-    produce_all(warehouse_settings, topic, _FIRST)
-    _ingest(spark, warehouse_settings, topic)
-    path = state_path(warehouse_settings, topic)
-    spark.sql(
-        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+    _two_batches(
+        spark,
+        warehouse_settings,
+        topic,
+        lambda path: spark.sql(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+        ),
     )
-    produce_all(warehouse_settings, topic, _NEXT)
 
-    _ingest(spark, warehouse_settings, topic)
-
+    path = state_path(warehouse_settings, topic)
     assert _state(spark, warehouse_settings, topic) == {b"a": "a2", b"c": "c1", b"d": "d1"}
     assert delta_operations(path)[-2:] == ["MERGE", "WRITE"]
 
@@ -156,15 +164,13 @@ def test_a_state_table_with_a_column_of_its_users_is_merged_and_keeps_it(
     spark: SparkSession, warehouse_settings: Settings, topic: str
 ) -> None:
     # A rewrite writes the columns eventlake knows: the MERGE leaves the others be.
-    produce_all(warehouse_settings, topic, _FIRST)
-    _ingest(spark, warehouse_settings, topic)
+    def add_a_note(path: str) -> None:
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (note STRING)")
+        spark.sql(f"UPDATE delta.`{path}` SET note = 'mine' WHERE kafka_key = X'64'")
+
+    _two_batches(spark, warehouse_settings, topic, add_a_note)
+
     path = state_path(warehouse_settings, topic)
-    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (note STRING)")
-    spark.sql(f"UPDATE delta.`{path}` SET note = 'mine' WHERE kafka_key = X'64'")
-    produce_all(warehouse_settings, topic, _NEXT)
-
-    _ingest(spark, warehouse_settings, topic)
-
     assert _state(spark, warehouse_settings, topic) == {b"a": "a2", b"c": "c1", b"d": "d1"}
     notes = spark.read.format("delta").load(str(path)).where("note IS NOT NULL").collect()
     assert [(bytes(r.kafka_key), r.note) for r in notes] == [(b"d", "mine")]

@@ -224,27 +224,15 @@ class StateMarks:
 
     def commit(self, settings: Settings, topic: str, pending: Any = None) -> int:
         """:func:`commit_state_marks` of ``topic``, with ``pending``'s files (the ledger's
-        uncommitted write) when given; the table version."""
-        path = str(state_path(settings, topic))
+        uncommitted write, after reading the marks) when given; the table version."""
         if pending is None:
             return commit_state_marks(
-                self.ledger,
-                settings,
-                topic,
-                self.ends,
-                caught_up_ms=self.caught_up_ms,
-                note=self.note,
-                batch=self.batch,
-            )
+                self.ledger, settings, topic, self.ends,
+                caught_up_ms=self.caught_up_ms, note=self.note, batch=self.batch,
+            )  # fmt: skip
+        path = str(state_path(settings, topic))
         return _commit_marks(
-            self.ledger,
-            path,
-            topic,
-            self.ends,
-            pending,
-            self.caught_up_ms,
-            self.note,
-            self.batch,
+            self.ledger, path, topic, self.ends, pending, self.caught_up_ms, self.note, self.batch
         )
 
     def commit_first_rows(
