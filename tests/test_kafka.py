@@ -15,6 +15,7 @@ from eventlake.kafka import (
     is_topic_name,
     kafka_source_options,
     make_admin,
+    producer_options,
     require_topic_pattern,
     require_topics,
     unknown_topics_message,
@@ -44,6 +45,30 @@ def test_a_source_read_does_not_wait_kafkas_default_half_second() -> None:
     )
 
     assert int(options["kafka.fetch.max.wait.ms"]) < 500
+
+
+def test_the_sink_batches_as_the_settings_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVENTLAKE_KAFKA_PRODUCER_BATCH_BYTES", "65536")
+    monkeypatch.setenv("EVENTLAKE_KAFKA_PRODUCER_LINGER_MS", "7")
+
+    options = producer_options(load_settings())
+
+    assert (options["kafka.batch.size"], options["kafka.linger.ms"]) == ("65536", "7")
+
+
+def test_the_sink_does_not_send_the_java_clients_small_batches() -> None:
+    options = producer_options(load_settings())
+
+    assert int(options["kafka.batch.size"]) > 16384
+    assert int(options["kafka.linger.ms"]) > 0
+
+
+def test_batching_set_in_the_kafka_options_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVENTLAKE_KAFKA_OPTIONS", '{"batch.size": "32768", "linger.ms": "1"}')
+
+    options = producer_options(load_settings())
+
+    assert (options["kafka.batch.size"], options["kafka.linger.ms"]) == ("32768", "1")
 
 
 @pytest.mark.parametrize("name", ["demo.orders", "a", "A-b_c.9", "x" * 249, "..."])

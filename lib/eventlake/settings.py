@@ -165,6 +165,22 @@ class Settings(BaseSettings):
         "records (the Java client's fetch.max.wait.ms). Kafka's default, 500 ms, made "
         "every small micro-batch and every read of a short range wait that long.",
     )
+    kafka_producer_batch_bytes: int = Field(
+        default=262144,
+        ge=1,
+        description="The largest batch of records per partition that republish's Kafka "
+        "producer sends in one request (the Java client's batch.size). The Java default, "
+        "16 KB, sent ~1 KB events 15 at a time: a copy of 1M of them spent twice the "
+        "broker's CPU and 1.4 times the seconds (docs/benchmarks.md).",
+    )
+    kafka_producer_linger_ms: int = Field(
+        default=50,
+        ge=0,
+        description="How long republish's Kafka producer waits to fill a batch (the Java "
+        "client's linger.ms; a Spark task flushes at its end, so no micro-batch ends later "
+        "for it). With the Java default, 0, a republish sent batches of a few records, as "
+        "fast as it encoded them: 1M events took 1.2 times the seconds (docs/benchmarks.md).",
+    )
     ingest_schedule: ScheduleMode = Field(
         default="schedule",
         description="When eventlake_ingest runs: 'schedule' (its cron, every 10 minutes), "

@@ -14,7 +14,7 @@ only.
 Jobs: ``librdkafka-read`` and ``sdk-decode`` (``--expected`` records), ``spark-count``,
 ``spark-land`` (the records as they are into a Delta table of the warehouse), ``ingest``,
 ``quality`` (the warehouse's events table) and ``quality-floor`` (one pass over the
-columns its checks read), ``spark-copy`` and ``republish``
+columns its checks read), ``spark-copy``, ``spark-copy-batched`` and ``republish``
 (``--target`` topic), ``decode`` (the binding alone over a cached frame, CPU per record). The reference job users would write instead of ingest is
 ``plain_pyspark_ingest.py`` beside this file.
 """
@@ -156,6 +156,22 @@ def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace
     )
 
 
+def spark_copy_batched(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
+    """Ceiling C with republish's producer batching (``eventlake.kafka.producer_options``):
+    the floor of any copy through Spark's Kafka sink as eventlake configures it."""
+    from eventlake.kafka import create_topic, producer_options
+
+    create_topic(settings, args.target, partitions=2)
+    (
+        _whole_topic(spark, settings, args.topic, headers=True)
+        .select("key", "value", "headers")
+        .write.format("kafka")
+        .options(**producer_options(settings))
+        .option("topic", args.target)
+        .save()
+    )
+
+
 def spark_land(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
     """Ceiling D: the Kafka records as they are (every column of Spark's Kafka source,
     headers included) landed with one Delta append in ``<warehouse>/raw_records``: no
@@ -288,6 +304,7 @@ SPARK_JOBS: dict[
 ] = {
     "spark-count": spark_count,
     "spark-copy": spark_copy,
+    "spark-copy-batched": spark_copy_batched,
     "spark-land": spark_land,
     "ingest": ingest,
     "quality": quality,

@@ -288,8 +288,8 @@ def run_scenario(
             stream.wait()
         delete_topics(own, [topic])
         shutil.rmtree(warehouse, ignore_errors=True)
-    output = log_path.read_text()
-    summaries = [line for line in output.splitlines() if line.startswith("ingest: read=")]
+    log_text = log_path.read_text()
+    summaries = [line for line in log_text.splitlines() if line.startswith("ingest: read=")]
     result.summary_line = summaries[-1] if summaries else ""
     result.goals = evaluate(result)
     return result
