@@ -99,8 +99,27 @@ def _variant_as_bytes(row: Row) -> Row:
 def test_generated_code_decodes_as_the_interpreted_path(spark: SparkSession) -> None:
     # The decoder runs inside Spark's whole-stage generated code; with code generation
     # off, Spark calls its interpreted eval instead. Both must land every record alike.
+    rows = _corpus_rows()
+    raw = spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
+    plan = decode_records(raw)._jdf.queryExecution().executedPlan().toString()
+    stage_of_decoder = [line for line in plan.splitlines() if f"{DECODER_FUNCTION}(" in line]
+    assert stage_of_decoder and stage_of_decoder[0].lstrip(" +-:").startswith("*(")
+    generated = _decoded_rows(spark, rows)
+    interpreted_conf = {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    }
+    with session_conf(spark, interpreted_conf):
+        interpreted = _decoded_rows(spark, rows)
+    assert len(generated) == len(rows) > 40
+    assert {row["reject_reason"] for row in generated} >= {None, RejectReason.MALFORMED_JSON}
+    assert generated == interpreted
+
+
+def _corpus_rows() -> list[tuple[Any, ...]]:
+    """The hostile corpus's records of at most 64 KB as Kafka source rows."""
     small = [case for case in CORPUS if len(case.value or b"") <= 64 * 1024]
-    rows = [
+    return [
         (
             case.record_key,
             case.value,
@@ -116,46 +135,47 @@ def test_generated_code_decodes_as_the_interpreted_path(spark: SparkSession) -> 
         )
         for offset, case in enumerate(small)
     ]
-    raw = spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
-    plan = decode_records(raw)._jdf.queryExecution().executedPlan().toString()
-    stage_of_decoder = [line for line in plan.splitlines() if f"{DECODER_FUNCTION}(" in line]
-    assert stage_of_decoder and stage_of_decoder[0].lstrip(" +-:").startswith("*(")
-    generated = _decoded_rows(spark, rows)
-    interpreted_conf = {
-        "spark.sql.codegen.wholeStage": "false",
-        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    }
-    with session_conf(spark, interpreted_conf):
-        interpreted = _decoded_rows(spark, rows)
-    assert len(generated) == len(small) > 40
-    assert {row["reject_reason"] for row in generated} >= {None, RejectReason.MALFORMED_JSON}
-    assert generated == interpreted
 
 
-def test_without_data_json_only_the_variant_is_left_out(spark: SparkSession) -> None:
-    # Republish and the rejects pass decode without building the VARIANT; every other
-    # field, and every record's fate, must be what the full decoder gives.
-    json_headers = [*VALID_HEADERS, ("content-type", b"application/json")]
-    rows = [
-        (b"k", b'{"a": 1}', "t", 0, 0, datetime(2024, 1, 1), 0, json_headers),
-        (b"k", b'{"a": ', "t", 0, 1, datetime(2024, 1, 1), 0, json_headers),
-        (b"k", None, "t", 0, 2, datetime(2024, 1, 1), 0, []),
-    ]
-    raw = spark.createDataFrame(rows, KAFKA_SOURCE_SCHEMA)
-    full = decode_records(raw).drop("ingested_at")
-    lean = decode_records(raw, data_json=False).drop("ingested_at")
-    assert [r["data_json"] for r in lean.orderBy("kafka_offset").collect()] == [None] * 3
-    assert [r["data_json_invalid"] for r in lean.orderBy("kafka_offset").collect()] == [False] * 3
-    others = [c for c in full.columns if c not in ("data_json", "data_json_invalid")]
-    assert full.select(others).orderBy("kafka_offset").collect() == (
-        lean.select(others).orderBy("kafka_offset").collect()
+@pytest.mark.parametrize(
+    ("options", "left_out"),
+    [
+        ({"data_json": False}, ("data_json", "data_json_invalid")),
+        ({"data_json": False, "data": False}, ("data", "data_json", "data_json_invalid")),
+    ],
+    ids=["without-variant", "without-data"],
+)
+def test_a_lean_decoder_leaves_out_only_what_it_is_asked_to(
+    spark: SparkSession, options: dict[str, bool], left_out: tuple[str, ...]
+) -> None:
+    # Republish and the rejects pass decode without the VARIANT, or without the data:
+    # every other field, every record's fate above all, must be what the full decoder
+    # gives, over the whole hostile corpus.
+    raw = spark.createDataFrame(_corpus_rows(), KAFKA_SOURCE_SCHEMA).cache()
+    full = decode_records(raw).drop("ingested_at").withColumn("time", F.unix_micros("time"))
+    lean = decode_records(raw, **options).drop("ingested_at")
+    lean = lean.withColumn("time", F.unix_micros("time"))
+    kept = [c for c in full.columns if c not in left_out]
+    assert full.select(kept).orderBy("kafka_offset").collect() == (
+        lean.select(kept).orderBy("kafka_offset").collect()
     )
-    assert full.where("kafka_offset = 0").first()["data_json"] is not None  # type: ignore[index]
+    leftovers = lean.where(
+        " OR ".join(f"{c} IS NOT NULL" for c in left_out if c != "data_json_invalid")
+        + " OR data_json_invalid"
+    )
+    assert leftovers.count() == 0
+    # The comparison covers events with data, JSON data among them.
+    assert full.where("data IS NOT NULL").count() > 10
+    assert full.where("data_json IS NOT NULL").count() > 0
+    raw.unpersist()
 
 
-def test_the_data_json_argument_must_be_a_constant_flag(spark: SparkSession) -> None:
-    with pytest.raises(Exception, match="data_json must be a constant true or false"):
+@pytest.mark.parametrize(
+    ("flags", "name"), [("'yes'", "data_json"), ("true, 'yes'", "data")], ids=["data_json", "data"]
+)
+def test_the_decoders_flags_must_be_constant(spark: SparkSession, flags: str, name: str) -> None:
+    with pytest.raises(Exception, match=f": {name} must be a constant true or false"):
         spark.sql(
             f"SELECT {DECODER_FUNCTION}(CAST(NULL AS BINARY), "
-            "CAST(array() AS array<struct<key:string,value:binary>>), 'yes')"
+            f"CAST(array() AS array<struct<key:string,value:binary>>), {flags})"
         ).collect()

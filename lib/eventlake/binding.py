@@ -108,12 +108,17 @@ REJECT_COLUMNS: Final = tuple(REJECTS_SCHEMA.fieldNames())
 DECODER_FUNCTION: Final = "cloudevents_from_kafka"
 
 
-def cloudevents_from_kafka(value: Column, headers: Column, *, data_json: bool = True) -> Column:
+def cloudevents_from_kafka(
+    value: Column, headers: Column, *, data_json: bool = True, data: bool = True
+) -> Column:
     """The binding applied to one Kafka record: a struct of the context attributes,
     ``time``, ``data``, ``data_json``, ``data_is_json``, ``data_json_invalid``,
     ``extensions``, ``content_mode``, ``reject_reason`` and ``reject_detail`` (null
     reason for a valid event). With ``data_json=False`` the VARIANT is not built (null,
     never flagged): for a job that forwards events and does not store them (republish).
+    With ``data=False`` neither is ``data`` (null), though it is checked as ever: for a
+    job that needs each record's fate and attributes only (republish keeping the content
+    mode, the rejects' pass).
 
     The rules run on the JVM (``io.eventlake.cloudevents.KafkaBinding``, registered by
     the session extension that :func:`eventlake.spark.build_spark_session` configures),
@@ -122,9 +127,9 @@ def cloudevents_from_kafka(value: Column, headers: Column, *, data_json: bool = 
     Example:
         >>> raw.select(cloudevents_from_kafka(F.col("value"), F.col("headers")).alias("ce"))
     """
-    if data_json:
+    if data_json and data:
         return F.call_function(DECODER_FUNCTION, value, headers)
-    return F.call_function(DECODER_FUNCTION, value, headers, F.lit(False))
+    return F.call_function(DECODER_FUNCTION, value, headers, F.lit(data_json), F.lit(data))
 
 
 #: Counted per batch, not a table column: the event's data is JSON by its media type
@@ -146,13 +151,18 @@ _DECODED_ATTRIBUTES: Final = (
 
 
 def decode_records(
-    records: DataFrame, observation: Observation | None = None, *, data_json: bool = True
+    records: DataFrame,
+    observation: Observation | None = None,
+    *,
+    data_json: bool = True,
+    data: bool = True,
 ) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
     The result keeps the raw columns and adds the event attributes (``data_json``: the
-    data as a VARIANT when it is JSON; always null with ``data_json=False``, see
-    :func:`cloudevents_from_kafka`), ``reject_reason`` and ``reject_detail``. Split it
+    data as a VARIANT when it is JSON; always null with ``data_json=False``, and ``data``
+    too with ``data=False``: see :func:`cloudevents_from_kafka`), ``reject_reason`` and
+    ``reject_detail``. Split it
     with :func:`to_events` and :func:`to_rejects`. With ``observation``, the first
     action over the result also counts its rows per reason
     (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`) and the events
@@ -165,7 +175,9 @@ def decode_records(
     """
     # One projection computes the struct; the next only picks its fields (Spark does not
     # merge the two when that would evaluate the decoder once per field).
-    decoded = records.select(*built_once(("decoder", data_json), partial(_decoding, data_json)))
+    decoded = records.select(
+        *built_once(("decoder", data_json, data), partial(_decoding, data_json, data))
+    )
     decoded = decoded.select(*built_once(("decoded",), _decoded_fields))
     # Behind an observation: a filter on reject_reason would otherwise be pushed below
     # the decoding projection and run the decoder a second time for every row.
@@ -174,11 +186,14 @@ def decode_records(
     return observe_decoded(decoded, observation)
 
 
-def _decoding(data_json: bool) -> list[Column]:
+def _decoding(data_json: bool, data: bool) -> list[Column]:
     """The first projection of :func:`decode_records`: the decoder's struct and the raw
     columns."""
+    decoder = cloudevents_from_kafka(
+        F.col("value"), F.col("headers"), data_json=data_json, data=data
+    )
     return [
-        cloudevents_from_kafka(F.col("value"), F.col("headers"), data_json=data_json).alias("_ce"),
+        decoder.alias("_ce"),
         *[F.col(c) for c in KAFKA_RECORD_FIELDS],
     ]
 

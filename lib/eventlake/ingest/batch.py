@@ -191,17 +191,19 @@ def _land(
         result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
         rejects = sum(n for reason, n in result.counts.items() if reason is not None)
         if rejects:
-            # The rejects table keeps no data_json: this pass does not build it.
+            # The rejects table keeps neither data nor data_json: this pass builds neither.
             seen_again = Observation()
             if verdicts is None:
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-                rows = decode_records(again, seen_again, data_json=False)
+                rows = decode_records(again, seen_again, data_json=False, data=False)
             elif dedup_horizon is None:
                 # A replay: decoding alone decides the fate of what rejects lacks (at or above
                 # the rejects marks, where no verdict is).
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
                 rows = observe_decoded(
-                    decode_records(again, data_json=False), seen_again, (DUPLICATE_EVENT,)
+                    decode_records(again, data_json=False, data=False),
+                    seen_again,
+                    (DUPLICATE_EVENT,),
                 )
             else:
                 # The held batch, with the verdicts: they hold every reject of the batch

@@ -59,6 +59,7 @@ from eventlake.ranges import (
     requested_starts,
     starting_offsets_json,
 )
+from eventlake.republish.encode import KEEP_MODE
 from eventlake.republish.plan import (
     REPUBLISH_REASONS,
     plan_republish,
@@ -259,9 +260,11 @@ class _Run:
 
     def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
         """The plan of ``records``, counted by reason into ``seen`` by the first action."""
-        # The events are forwarded, not stored: their data is not built into a VARIANT.
+        # The events are forwarded, not stored: their data is not built into a VARIANT,
+        # and records kept in their content mode are written as read, so their data is
+        # only checked.
         planned = plan_republish(
-            decode_records(records, data_json=False),
+            decode_records(records, data_json=False, data=self.request.to_mode != KEEP_MODE),
             self.request,
             target_compacted=self.compacted,
         )

@@ -23,14 +23,16 @@ import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.unsafe.types.VariantVal;
 
 /**
- * {@code cloudevents_from_kafka(value, headers[, data_json])}: the Kafka binding as a Catalyst
+ * {@code cloudevents_from_kafka(value, headers[, data_json[, data]])}: the Kafka binding as a
  * expression over the Kafka source's {@code value} (binary) and {@code headers}
  * (array&lt;struct&lt;key:string,value:binary&gt;&gt;), returning one struct per record:
  * the context attributes, time, data, data_json (a VARIANT), data_is_json,
  * data_json_invalid, extensions, content_mode, reject_reason and reject_detail. Every
  * rule lives in {@link KafkaBinding}; this class only moves Spark's internal values in
  * and out, like spark-avro's {@code from_avro}. With the constant {@code data_json} false,
- * the VARIANT is not built (the field is null): for callers that forward events.
+ * the VARIANT is not built (the field is null): for callers that forward events. With the
+ * constant {@code data} false, neither is the data (both fields null; the data is still
+ * checked): for callers that need each record's fate and attributes only.
  *
  * <p>The generated code evaluates both children in place and makes one call into the
  * decoder per record ({@link #decode}), as spark-avro's {@code from_avro} does. Not being
@@ -81,6 +83,7 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   private final Expression value;
   private final Expression headers;
   private final boolean withDataJson;
+  private final boolean withData;
   private final scala.collection.immutable.Seq<Expression> children;
 
   public CloudEventsFromKafka(Expression value, Expression headers) {
@@ -88,9 +91,15 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   }
 
   public CloudEventsFromKafka(Expression value, Expression headers, boolean withDataJson) {
+    this(value, headers, withDataJson, true);
+  }
+
+  public CloudEventsFromKafka(
+      Expression value, Expression headers, boolean withDataJson, boolean withData) {
     this.value = value;
     this.headers = headers;
     this.withDataJson = withDataJson;
+    this.withData = withData;
     this.children =
         scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.of(value, headers)).toList();
   }
@@ -153,7 +162,7 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
       keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
       values[i] = header.isNullAt(1) ? null : header.getBinary(1);
     }
-    return toRow(KafkaBinding.decode(valueBytes, keys, values, count, withDataJson));
+    return toRow(KafkaBinding.decode(valueBytes, keys, values, count, withDataJson, withData));
   }
 
   private static InternalRow toRow(KafkaBinding.Decoded decoded) {
@@ -220,12 +229,13 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   @Override
   public Expression withNewChildrenInternal(
       scala.collection.immutable.IndexedSeq<Expression> newChildren) {
-    return new CloudEventsFromKafka(newChildren.apply(0), newChildren.apply(1), withDataJson);
+    return new CloudEventsFromKafka(
+        newChildren.apply(0), newChildren.apply(1), withDataJson, withData);
   }
 
   @Override
   public int productArity() {
-    return 3;
+    return 4;
   }
 
   @Override
@@ -234,6 +244,7 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
       case 0 -> value;
       case 1 -> headers;
       case 2 -> withDataJson;
+      case 3 -> withData;
       default -> throw new IndexOutOfBoundsException(n);
     };
   }
@@ -248,11 +259,12 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
     return other instanceof CloudEventsFromKafka that
         && value.equals(that.value)
         && headers.equals(that.headers)
-        && withDataJson == that.withDataJson;
+        && withDataJson == that.withDataJson
+        && withData == that.withData;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(NAME, value, headers, withDataJson);
+    return Objects.hash(NAME, value, headers, withDataJson, withData);
   }
 }

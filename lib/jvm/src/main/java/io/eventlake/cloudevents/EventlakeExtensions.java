@@ -12,7 +12,7 @@ import scala.runtime.BoxedUnit;
 /**
  * Registers eventlake's SQL functions in every session built with {@code
  * spark.sql.extensions=io.eventlake.cloudevents.EventlakeExtensions} (as Delta registers
- * its own): {@code cloudevents_from_kafka(value, headers[, data_json])} (the decoder, used
+ * its own): {@code cloudevents_from_kafka(value, headers[, data_json[, data]])} (the decoder, used
  * from Python through {@code eventlake.binding}) and {@code cloudevents_to_kafka(event,
  * value, headers, mode[, key_attribute[, hop]])} (the encoder, through {@code
  * eventlake.republish.encode}).
@@ -25,9 +25,10 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
             CloudEventsFromKafka.class.getName(),
             null,
             CloudEventsFromKafka.NAME,
-            "_FUNC_(value, headers[, data_json]) - Decodes a Kafka record by the CloudEvents "
-                + "Kafka binding into a struct of the event's attributes, data, data_json (the "
-                + "JSON data as a VARIANT; not built when the constant data_json is false), "
+            "_FUNC_(value, headers[, data_json[, data]]) - Decodes a Kafka record by the "
+                + "CloudEvents Kafka binding into a struct of the event's attributes, data (null "
+                + "when the constant data is false: checked, not kept), data_json (the JSON data "
+                + "as a VARIANT; not built when the constant data_json or data is false), "
                 + "extensions, content_mode, reject_reason and reject_detail.",
             "",
             "",
@@ -38,13 +39,14 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
             "built-in");
     Function1<Seq<Expression>, Expression> builder =
         arguments -> {
-          if (arguments.size() < 2 || arguments.size() > 3) {
+          if (arguments.size() < 2 || arguments.size() > 4) {
             throw new IllegalArgumentException(
-                CloudEventsFromKafka.NAME + " takes 2 or 3 arguments (value, headers"
-                    + "[, data_json]), got " + arguments.size());
+                CloudEventsFromKafka.NAME + " takes 2 to 4 arguments (value, headers"
+                    + "[, data_json[, data]]), got " + arguments.size());
           }
           return new CloudEventsFromKafka(arguments.apply(0), arguments.apply(1),
-              arguments.size() < 3 || constantFlag(arguments.apply(2), "data_json"));
+              arguments.size() < 3 || constantFlag(arguments.apply(2), "data_json"),
+              arguments.size() < 4 || constantFlag(arguments.apply(3), "data"));
         };
     extensions.injectFunction(
         new Tuple3<>(new FunctionIdentifier(CloudEventsFromKafka.NAME), info, builder));

@@ -96,6 +96,9 @@ final class JsonEvent {
   /** True when the value is an object; false when it is another JSON value. */
   boolean isObject;
 
+  /** Whether the data member is built ({@link #read(byte[], boolean)}). */
+  private boolean withData = true;
+
   private JsonEvent() {}
 
   /**
@@ -105,7 +108,18 @@ final class JsonEvent {
    *     trailing content, nesting too deep)
    */
   static JsonEvent read(byte[] value) throws IOException {
+    return read(value, true);
+  }
+
+  /**
+   * As {@link #read(byte[])}; without {@code withData} the data member is parsed (and
+   * refused when malformed, as ever) but neither its tree nor its text is built: {@link
+   * #dataKind} is set, {@link #dataString}, {@link #dataJson} and {@link #dataTree} stay
+   * null.
+   */
+  static JsonEvent read(byte[] value, boolean withData) throws IOException {
     JsonEvent event = new JsonEvent();
+    event.withData = withData;
     try (JsonParser parser = FACTORY.createParser(value)) {
       JsonToken first = parser.nextToken();
       if (first == null) {
@@ -191,6 +205,16 @@ final class JsonEvent {
   }
 
   private void readData(JsonParser parser, JsonToken token, byte[] input) throws IOException {
+    if (!withData) {
+      // The parser still reads every token (duplicate members, escapes, nesting).
+      dataKind = switch (token) {
+        case VALUE_NULL -> DataKind.NONE;
+        case VALUE_STRING -> DataKind.STRING;
+        default -> DataKind.OTHER;
+      };
+      parser.skipChildren();
+      return;
+    }
     switch (token) {
       case VALUE_NULL -> dataKind = DataKind.NONE;
       case VALUE_STRING -> {

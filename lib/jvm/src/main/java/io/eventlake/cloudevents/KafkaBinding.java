@@ -153,6 +153,18 @@ public final class KafkaBinding {
    */
   public static Decoded decode(byte[] value, String[] headerKeys, byte[][] headerValues,
       int headerCount, boolean withDataJson) {
+    return decode(value, headerKeys, headerValues, headerCount, withDataJson, true);
+  }
+
+  /**
+   * As {@link #decode(byte[], String[], byte[][], int, boolean)}; without {@code withData}
+   * the data is checked as ever but not kept ({@code data} and {@code dataJson} stay
+   * null): for a caller that needs each record's fate and attributes, not its data
+   * (republish keeping the content mode, the rejects' pass). A structured event's JSON
+   * data is then parsed without building its tree and its sorted text.
+   */
+  public static Decoded decode(byte[] value, String[] headerKeys, byte[][] headerValues,
+      int headerCount, boolean withDataJson, boolean withData) {
     // One pass over the headers: content-type, ce_ names and values, and what is wrong.
     int contentTypeCount = 0;
     byte[] contentTypeBytes = null;
@@ -218,12 +230,15 @@ public final class KafkaBinding {
       }
       return reject(out, Reason.DUPLICATE_HEADER, "header repeated: " + String.join(", ", repeated));
     }
-    return structured ? decodeStructured(out, value, withDataJson)
-        : decodeBinary(out, value, contentType, ceNames, ceValues, withDataJson);
+    if (structured) {
+      return decodeStructured(out, value, withData && withDataJson, withData);
+    }
+    return decodeBinary(out, value, contentType, ceNames, ceValues, withData && withDataJson,
+        withData);
   }
 
   private static Decoded decodeBinary(Decoded out, byte[] value, String contentType,
-      List<String> ceNames, List<byte[]> ceValues, boolean withDataJson) {
+      List<String> ceNames, List<byte[]> ceValues, boolean withDataJson, boolean withData) {
     List<String> badNames = new ArrayList<>();
     for (String name : ceNames) {
       if (!isAttributeName(name) || name.equals(DATA) || name.equals(DATA_BASE64)) {
@@ -264,7 +279,7 @@ public final class KafkaBinding {
       return reject(out, Reason.CONFLICTING_DATACONTENTTYPE,
           "content-type and ce_datacontenttype headers disagree");
     }
-    out.data = value;
+    out.data = withData ? value : null;
     out.extensions = extensions;
     if (value != null && isJsonData(BINARY, out.attributes.get("datacontenttype"))) {
       setDataJson(out, withDataJson, () -> DataVariant.parse(value));
@@ -272,7 +287,8 @@ public final class KafkaBinding {
     return out;
   }
 
-  private static Decoded decodeStructured(Decoded out, byte[] value, boolean withDataJson) {
+  private static Decoded decodeStructured(Decoded out, byte[] value, boolean withDataJson,
+      boolean withData) {
     if (value == null) {
       return reject(out, Reason.MALFORMED_JSON, "structured record with no value");
     }
@@ -281,7 +297,7 @@ public final class KafkaBinding {
     }
     JsonEvent json;
     try {
-      json = JsonEvent.read(value);
+      json = JsonEvent.read(value, withData);
     } catch (IOException e) {
       return reject(out, Reason.MALFORMED_JSON,
           "value is not parseable JSON (syntax, duplicate member, or nesting too deep)");
@@ -334,19 +350,30 @@ public final class KafkaBinding {
     } else if (json.dataKind == JsonEvent.DataKind.STRING) {
       // A string under a JSON media type (or none: JSON format 3.1.2) is a JSON value.
       out.dataIsJson = isJsonData(STRUCTURED, datacontenttype);
-      try {
-        out.data = out.dataIsJson
-            ? JsonEvent.stringAsJson(json.dataString)
-            : json.dataString.getBytes(StandardCharsets.UTF_8);
-      } catch (IOException e) {
-        throw new IllegalStateException("writing a JSON string cannot fail", e);
-      }
-      if (out.dataIsJson) {
-        setDataJson(out, withDataJson, () -> DataVariant.ofString(json.dataString));
+      if (withData) {
+        stringData(out, json.dataString, withDataJson);
       }
     }
     out.extensions = json.extensions;
+    if (!withData) {
+      // Checked above (data_base64 decoded, JSON data parsed), not kept.
+      out.data = null;
+    }
     return out;
+  }
+
+  /** A JSON-format event's string data as its bytes (and VARIANT, when it is JSON). */
+  private static void stringData(Decoded out, String text, boolean withDataJson) {
+    try {
+      out.data = out.dataIsJson
+          ? JsonEvent.stringAsJson(text)
+          : text.getBytes(StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new IllegalStateException("writing a JSON string cannot fail", e);
+    }
+    if (out.dataIsJson) {
+      setDataJson(out, withDataJson, () -> DataVariant.ofString(text));
+    }
   }
 
   /**

@@ -51,6 +51,25 @@ final class TrailTime {
     return digits(text, absolute / 60 % 60, 2).toString();
   }
 
+  /** The last hop time formatted by this thread: (micros, zone, text). */
+  private record Formatted(long micros, ZoneId zone, String text) {}
+
+  private static final ThreadLocal<Formatted> LAST_HOP_TIME = new ThreadLocal<>();
+
+  /**
+   * {@link #format} for the hop's time, which is the same for every record of a query
+   * (Spark's {@code current_timestamp()}): the last one is kept per thread.
+   */
+  static String formatHopTime(long micros, ZoneId zone) {
+    Formatted last = LAST_HOP_TIME.get();
+    if (last != null && last.micros() == micros && last.zone().equals(zone)) {
+      return last.text();
+    }
+    String text = format(micros, zone);
+    LAST_HOP_TIME.set(new Formatted(micros, zone, text));
+    return text;
+  }
+
   /** {@code value} (non-negative) with leading zeros to {@code width} digits. */
   private static StringBuilder digits(StringBuilder text, int value, int width) {
     String plain = Integer.toString(value);

@@ -288,4 +288,48 @@ class KafkaBindingTest {
     Decoded reject = decode("x", binary("ce_" + longName, "v"));
     assertEquals(KafkaBinding.DETAIL_MAX_CHARS, reject.detail.length());
   }
+  /** Without its data kept, a structured event is checked exactly as with it. */
+  @ParameterizedTest
+  @ValueSource(strings = {
+    "\"data\":{\"a\":1,\"b\":[1,{\"c\":null}]}",
+    "\"data\":{\"a\":1,\"a\":2}",
+    "\"data\":[{\"x\":1,\"x\":1}]",
+    "\"data\":\"bad escape \\q\"",
+    "\"data\":\"text\",\"datacontenttype\":\"text/plain\"",
+    "\"data\":\"json\"",
+    "\"data\":null",
+    "\"data\":1,\"data_base64\":\"AA==\"",
+    "\"data_base64\":\"not base64!\"",
+    "\"data_base64\":\"AAEC\"",
+    "\"data\":{\"n\":01}",
+  })
+  void withoutDataAStructuredEventHasTheSameFateAndAttributes(String members) {
+    byte[] value = json(members).getBytes(StandardCharsets.UTF_8);
+    String[] keys = {"content-type"};
+    byte[][] values = {"application/cloudevents+json".getBytes(StandardCharsets.UTF_8)};
+    Decoded with = KafkaBinding.decode(value, keys, values, 1, false, true);
+    Decoded without = KafkaBinding.decode(value, keys, values, 1, false, false);
+    assertEquals(with.reason, without.reason, members);
+    assertEquals(with.detail, without.detail, members);
+    assertEquals(with.attributes, without.attributes, members);
+    assertEquals(with.extensions, without.extensions, members);
+    assertEquals(with.dataIsJson, without.dataIsJson, members);
+    assertNull(without.data, members);
+    assertNull(without.dataJson, members);
+  }
+
+  @Test
+  void withoutDataABinaryEventHasTheSameFateAndNoData() {
+    String[] keys = {"ce_specversion", "ce_id", "ce_source", "ce_type", "content-type"};
+    byte[][] values = {"1.0".getBytes(), "i".getBytes(), "/s".getBytes(), "t".getBytes(),
+        "application/json".getBytes()};
+    byte[] value = "{\"a\":1}".getBytes(StandardCharsets.UTF_8);
+    Decoded with = KafkaBinding.decode(value, keys, values, keys.length, true, true);
+    Decoded without = KafkaBinding.decode(value, keys, values, keys.length, true, false);
+    assertNull(without.reason, without.detail);
+    assertEquals(with.attributes, without.attributes);
+    assertNull(without.data);
+    assertNull(without.dataJson);
+    assertFalse(without.dataJsonInvalid);
+  }
 }

@@ -394,6 +394,45 @@ class KafkaEncoderTest {
   }
 
   @Test
+  void trailEntriesWrittenByHandAreWhatJacksonWrites() {
+    java.util.List<KafkaEncoder.Place> places = java.util.List.of(
+        new KafkaEncoder.Place("orders", 2, 41L, 1_715_000_000_123_456L, 1_764_000_000_000_000L,
+            java.time.ZoneOffset.UTC),
+        new KafkaEncoder.Place("a.b-c_D9", Integer.MIN_VALUE, Long.MAX_VALUE, -1L, 0L,
+            java.time.ZoneId.of("America/St_Johns")),
+        new KafkaEncoder.Place(null, null, null, null, null, java.time.ZoneOffset.UTC),
+        new KafkaEncoder.Place("t", 0, 0L, null, 5L, java.time.ZoneId.of("Asia/Kolkata")));
+    for (KafkaEncoder.Place place : places) {
+      for (String target : java.util.List.of("b", "orders.bykey")) {
+        assertEquals(
+            new String(KafkaEncoder.jsonTrailEntry(place, target), StandardCharsets.UTF_8),
+            new String(KafkaEncoder.trailEntry(place, target), StandardCharsets.UTF_8),
+            place + " -> " + target);
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"quote\"d", "back\\slash", "tab\there", "caf\u00e9", "del\u007f"})
+  void trailTextThatJsonEscapesGoesThroughJackson(String topic) {
+    assertFalse(KafkaEncoder.isPlainText(topic));
+    KafkaEncoder.Place place = new KafkaEncoder.Place(topic, 1, 2L, 3L, 4L,
+        java.time.ZoneOffset.UTC);
+    assertArrayEquals(KafkaEncoder.jsonTrailEntry(place, "b"),
+        KafkaEncoder.trailEntry(place, "b"));
+  }
+
+  @Test
+  void aHopTimeIsFormattedOnceAndStaysRightWhenItChanges() {
+    java.time.ZoneId paris = java.time.ZoneId.of("Europe/Paris");
+    assertEquals(TrailTime.format(0L, paris), TrailTime.formatHopTime(0L, paris));
+    assertEquals(TrailTime.format(0L, paris), TrailTime.formatHopTime(0L, paris));
+    assertEquals(TrailTime.format(0L, java.time.ZoneOffset.UTC),
+        TrailTime.formatHopTime(0L, java.time.ZoneOffset.UTC));
+    assertEquals(TrailTime.format(1_000L, paris), TrailTime.formatHopTime(1_000L, paris));
+  }
+
+  @Test
   void trailLeavesOutWhatIsNullAsToJsonDoes() {
     KafkaEncoder.Place place = new KafkaEncoder.Place(null, null, 3L, null, null,
         java.time.ZoneOffset.UTC);
