@@ -142,31 +142,32 @@ def _whole_topic(
 
 
 def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
-    """Ceiling C: key, value and headers copied to a fresh topic of 2 partitions."""
-    from eventlake.kafka import create_topic, spark_kafka_options
+    """Ceiling C: key, value and headers copied to a fresh topic of 2 partitions, with
+    the Java producer's defaults (what a plain Spark job gets)."""
+    from eventlake.kafka import spark_kafka_options
 
-    create_topic(settings, args.target, partitions=2)
-    (
-        _whole_topic(spark, settings, args.topic, headers=True)
-        .select("key", "value", "headers")
-        .write.format("kafka")
-        .options(**spark_kafka_options(settings))
-        .option("topic", args.target)
-        .save()
-    )
+    _copy_topic(spark, settings, args, spark_kafka_options(settings))
 
 
 def spark_copy_batched(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
     """Ceiling C with republish's producer batching (``eventlake.kafka.producer_options``):
     the floor of any copy through Spark's Kafka sink as eventlake configures it."""
-    from eventlake.kafka import create_topic, producer_options
+    from eventlake.kafka import producer_options
+
+    _copy_topic(spark, settings, args, producer_options(settings))
+
+
+def _copy_topic(
+    spark: SparkSession, settings: Settings, args: argparse.Namespace, options: dict[str, str]
+) -> None:
+    from eventlake.kafka import create_topic
 
     create_topic(settings, args.target, partitions=2)
     (
         _whole_topic(spark, settings, args.topic, headers=True)
         .select("key", "value", "headers")
         .write.format("kafka")
-        .options(**producer_options(settings))
+        .options(**options)
         .option("topic", args.target)
         .save()
     )
