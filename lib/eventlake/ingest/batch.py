@@ -195,15 +195,13 @@ def _land(
             seen_again = Observation()
             if verdicts is None:
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
-                rows = decode_records(again, seen_again, data_json=False, data=False)
+                rows = decode_records(again, seen_again, data=False)
             elif dedup_horizon is None:
                 # A replay: decoding alone decides the fate of what rejects lacks (at or above
                 # the rejects marks, where no verdict is).
                 again = only_missing(records, rejects_marks, starts, **_KAFKA_ROW)
                 rows = observe_decoded(
-                    decode_records(again, data_json=False, data=False),
-                    seen_again,
-                    (DUPLICATE_EVENT,),
+                    decode_records(again, data=False), seen_again, (DUPLICATE_EVENT,)
                 )
             else:
                 # The held batch, with the verdicts: they hold every reject of the batch

@@ -86,14 +86,6 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   private final boolean withData;
   private final scala.collection.immutable.Seq<Expression> children;
 
-  public CloudEventsFromKafka(Expression value, Expression headers) {
-    this(value, headers, true);
-  }
-
-  public CloudEventsFromKafka(Expression value, Expression headers, boolean withDataJson) {
-    this(value, headers, withDataJson, true);
-  }
-
   public CloudEventsFromKafka(
       Expression value, Expression headers, boolean withDataJson, boolean withData) {
     this.value = value;

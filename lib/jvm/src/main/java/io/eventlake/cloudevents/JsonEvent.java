@@ -96,26 +96,19 @@ final class JsonEvent {
   /** True when the value is an object; false when it is another JSON value. */
   boolean isObject;
 
-  /** Whether the data member is built ({@link #read(byte[], boolean)}). */
+  /** Whether the data member is built ({@link #read}). */
   private boolean withData = true;
 
   private JsonEvent() {}
 
   /**
-   * Reads {@code value} (well-formed UTF-8) as one JSON value.
+   * Reads {@code value} (well-formed UTF-8) as one JSON value. Without {@code withData}
+   * the data member is parsed (and refused when malformed, as ever) but neither its tree
+   * nor its text is built: {@link #dataKind} is set, {@link #dataString}, {@link
+   * #dataJson} and {@link #dataTree} stay null.
    *
    * @throws IOException when it is not exactly one JSON value (syntax, duplicate member,
    *     trailing content, nesting too deep)
-   */
-  static JsonEvent read(byte[] value) throws IOException {
-    return read(value, true);
-  }
-
-  /**
-   * As {@link #read(byte[])}; without {@code withData} the data member is parsed (and
-   * refused when malformed, as ever) but neither its tree nor its text is built: {@link
-   * #dataKind} is set, {@link #dataString}, {@link #dataJson} and {@link #dataTree} stay
-   * null.
    */
   static JsonEvent read(byte[] value, boolean withData) throws IOException {
     JsonEvent event = new JsonEvent();

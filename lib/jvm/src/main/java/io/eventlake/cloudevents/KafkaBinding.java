@@ -143,21 +143,13 @@ public final class KafkaBinding {
    */
   public static Decoded decode(
       byte[] value, String[] headerKeys, byte[][] headerValues, int headerCount) {
-    return decode(value, headerKeys, headerValues, headerCount, true);
+    return decode(value, headerKeys, headerValues, headerCount, true, true);
   }
 
   /**
-   * As {@link #decode(byte[], String[], byte[][], int)}; without {@code withDataJson} the
+   * As {@link #decode(byte[], String[], byte[][], int)}. Without {@code withDataJson} the
    * data is not built into a VARIANT ({@code dataJson} stays null, nothing is flagged),
-   * for a caller that only forwards the event (republish).
-   */
-  public static Decoded decode(byte[] value, String[] headerKeys, byte[][] headerValues,
-      int headerCount, boolean withDataJson) {
-    return decode(value, headerKeys, headerValues, headerCount, withDataJson, true);
-  }
-
-  /**
-   * As {@link #decode(byte[], String[], byte[][], int, boolean)}; without {@code withData}
+   * for a caller that only forwards the event (republish). Without {@code withData}
    * the data is checked as ever but not kept ({@code data} and {@code dataJson} stay
    * null): for a caller that needs each record's fate and attributes, not its data
    * (republish keeping the content mode, the rejects' pass). A structured event's JSON

@@ -131,8 +131,8 @@ class DataVariantTest {
     String[] keys = {"ce_specversion", "ce_id", "ce_source", "ce_type", "content-type"};
     byte[][] values = {"1.0".getBytes(), "i".getBytes(), "/s".getBytes(), "t".getBytes(),
         "application/json".getBytes()};
-    Decoded with = KafkaBinding.decode(value, keys, values, keys.length, true);
-    Decoded without = KafkaBinding.decode(value, keys, values, keys.length, false);
+    Decoded with = KafkaBinding.decode(value, keys, values, keys.length, true, true);
+    Decoded without = KafkaBinding.decode(value, keys, values, keys.length, false, true);
     assertNotNull(with.dataJson);
     assertNull(without.dataJson);
     assertFalse(without.dataJsonInvalid);
@@ -140,7 +140,7 @@ class DataVariantTest {
     assertEquals(new String(with.data), new String(without.data));
     Decoded structuredWithout = KafkaBinding.decode(json("\"data\":{\"a\":1}").getBytes(),
         new String[] {"content-type"}, new byte[][] {"application/cloudevents+json".getBytes()},
-        1, false);
+        1, false, true);
     assertNull(structuredWithout.reason, structuredWithout.detail);
     assertNull(structuredWithout.dataJson);
     assertEquals("{\"a\":1}", new String(structuredWithout.data));
