@@ -8,7 +8,7 @@ Exit code 1 when a check of severity error failed.
 
 import sys
 
-from eventlake.cli import main
+from eventlake.cli import command
 
 if __name__ == "__main__":
-    main(["check", *sys.argv[1:]])
+    command(["check", *sys.argv[1:]])

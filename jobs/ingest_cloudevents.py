@@ -6,7 +6,7 @@
 
 import sys
 
-from eventlake.cli import main
+from eventlake.cli import command
 
 if __name__ == "__main__":
-    main(["ingest", *sys.argv[1:]])
+    command(["ingest", *sys.argv[1:]])

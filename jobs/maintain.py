@@ -10,7 +10,7 @@ ran, e.g. with the broker down).
 
 import sys
 
-from eventlake.cli import main
+from eventlake.cli import command
 
 if __name__ == "__main__":
-    main(["maintain", *sys.argv[1:]])
+    command(["maintain", *sys.argv[1:]])

@@ -7,7 +7,7 @@
 
 import sys
 
-from eventlake.cli import main
+from eventlake.cli import command
 
 if __name__ == "__main__":
-    main(["republish", *sys.argv[1:]])
+    command(["republish", *sys.argv[1:]])

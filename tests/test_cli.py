@@ -3,6 +3,7 @@ in a fixed order, runnable as ``python -m eventlake.cli``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -93,3 +94,26 @@ def test_a_job_without_its_jars_is_refused_with_the_fix(
     assert "Spark jars missing" in result.output
     assert "make jars" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_command_keeps_mains_exit_status_and_leaves_without_collecting() -> None:
+    """``eventlake`` (``command``) ends as ``main`` does, with the collector off for the
+    process's shutdown; run in a process of its own, as collection stays off after it."""
+    script = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('collecting', gc.isenabled(), bool(gc.get_freeze_count())))\n"
+        "from eventlake.cli import command\n"
+        "command(sys.argv[1:])\n"
+    )
+    env = {**os.environ, "EVENTLAKE_MAX_OFFSETS_PER_TRIGGER": "-1"}
+    refused = subprocess.run(
+        [sys.executable, "-c", script, "status"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=120,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stdout.strip() == "collecting False True"
+    assert "error: EVENTLAKE_MAX_OFFSETS_PER_TRIGGER" in refused.stderr

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from eventlake.cli.common import import_in_background
+from eventlake.cli.common import import_in_background, leave_without_collecting
 from eventlake.driver_work import DriverWork, ingest_driver_work
 from eventlake.settings import Settings, load_settings
 
@@ -349,6 +349,8 @@ def main(argv: list[str] | None = None) -> None:
     # A job returns the records it handled, or those with more figures of its own.
     result = outcome if isinstance(outcome, dict) else {"records": outcome}
     print(json.dumps({"work_seconds": work_seconds, **result}), flush=True)
+    # As the eventlake command ends (eventlake.cli.command).
+    leave_without_collecting()
 
 
 if __name__ == "__main__":

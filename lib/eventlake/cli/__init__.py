@@ -30,10 +30,10 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
-from eventlake.cli.common import app, prose
+from eventlake.cli.common import app, leave_without_collecting, prose
 from eventlake.settings import InvalidSettingError
 
-__all__ = ["app", "cluster", "jobs", "local", "main", "reports"]
+__all__ = ["app", "cluster", "command", "jobs", "local", "main", "reports"]
 
 #: The order ``eventlake --help`` lists the commands in, whichever module holds them
 #: (the groups, cluster, broker and airflow, come after them).
@@ -106,3 +106,17 @@ def main(arguments: Sequence[str] | None = None) -> None:
             f"error: {error}. See docs/settings.md for every EVENTLAKE_* variable.", err=True
         )
         sys.exit(2)
+
+
+def command(arguments: Sequence[str] | None = None) -> None:
+    """:func:`main` as a process's entry point (the ``eventlake`` script, ``python -m
+    eventlake.cli``, the jobs/ scripts): the same, then the process exits without
+    collecting its objects (:func:`eventlake.cli.common.leave_without_collecting`).
+
+    Example:
+        $ eventlake check --topic orders     # ends ~1 s sooner than main() would
+    """
+    try:
+        main(arguments)
+    finally:
+        leave_without_collecting()

@@ -1,5 +1,5 @@
 """``python -m eventlake.cli``: the ``eventlake`` command line."""
 
-from eventlake.cli import main
+from eventlake.cli import command
 
-main()
+command()

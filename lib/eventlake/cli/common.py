@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import threading
@@ -85,6 +86,25 @@ def import_in_background(module: str) -> threading.Thread:
     thread = threading.Thread(target=load, name=f"import {module}", daemon=True)
     thread.start()
     return thread
+
+
+def leave_without_collecting() -> None:
+    """Let the process end without Python collecting its objects one by one: the
+    operating system frees them at once. Only for a process about to exit (an entry
+    point's last step): collection stays off for the rest of the process.
+
+    Why: with Great Expectations, pydantic and pyspark loaded, the garbage collector's
+    passes over every object at interpreter shutdown took ~1.1 s of ``eventlake check``'s
+    exit (docs/benchmarks.md).
+
+    Example:
+        >>> try:
+        ...     main()
+        ... finally:
+        ...     leave_without_collecting()
+    """
+    gc.disable()
+    gc.freeze()
 
 
 def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:
