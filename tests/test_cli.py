@@ -101,7 +101,8 @@ def test_the_command_keeps_mains_exit_status_and_leaves_without_collecting() -> 
     process's shutdown; run in a process of its own, as collection stays off after it."""
     script = (
         "import atexit, gc, sys\n"
-        "atexit.register(lambda: print('collecting', gc.isenabled(), bool(gc.get_freeze_count())))\n"
+        "frozen = lambda: bool(gc.get_freeze_count())\n"
+        "atexit.register(lambda: print('collecting', gc.isenabled(), frozen()))\n"
         "from eventlake.cli import command\n"
         "command(sys.argv[1:])\n"
     )
