@@ -11,6 +11,7 @@ The modules, one concern each (:mod:`eventlake.quality.run` describes a run step
 * ``measure``: every topic's checks counted in one aggregate pass over the slice;
 * ``validation``: suites judged by GX, outcomes turned into results with samples;
 * ``gx``: the GX context, validator and results; ``quiet``: GX's quiet import;
+* ``deferred_imports``: modules GX imports and the checks never use, loaded at first use;
 * ``results``: results, the report, and the ``dq_results`` table (written and read back).
 
 Not here: the schema of ``dq_results`` (:mod:`eventlake.tables`, with every warehouse
@@ -34,14 +35,17 @@ from eventlake.quality.config import (
     TopicRules,
     load_quality_config,
 )
+from eventlake.quality.deferred_imports import defer_unused_gx_imports
 from eventlake.quality.quiet import quiet_gx_import_logs
 from eventlake.quality.request import CheckRequest, QualityError, require_checkable
 from eventlake.quality.results import CheckReport, CheckResult
 
 # Before any module of the package can import great_expectations: its import-time loggers
-# are quietened. Python runs this file before any module of the package, so importing one
-# of them alone (eventlake.quality.plan, say) gets the quiet import too.
+# are quietened and the modules it imports for nothing deferred. Python runs this file
+# before any module of the package, so importing one of them alone (eventlake.quality.plan,
+# say) gets the same import.
 quiet_gx_import_logs()
+defer_unused_gx_imports()
 
 if TYPE_CHECKING:
     from eventlake.quality.run import run_checks

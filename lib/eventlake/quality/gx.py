@@ -1,17 +1,14 @@
 """Great Expectations as the checks use it: the context, a validator per run, and reading
 GX's results back (by plan index, with labels and exception messages).
 
-Importing this module quietens GX's import-time loggers before great_expectations loads.
-The package's ``__init__`` imports it first, so every module of the package gets the
-quiet import, even when only one of them (``eventlake.quality.plan``, say) is imported.
+Its import of great_expectations is prepared by the package's ``__init__``, which Python
+runs first: GX's import-time loggers quietened, the modules GX imports but the checks never
+use deferred.
 
 Example:
     >>> validator = Validator.create(settings, run_id="3f2a", run_time=datetime.now(UTC))
     >>> validator.build_docs()  # None until a suite ran
 """
-
-# Imports follow the logger set-up below, which must run before great_expectations loads.
-# ruff: noqa: E402
 
 from __future__ import annotations
 
@@ -20,11 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
-
-from eventlake.quality.quiet import quiet_gx_import_logs
-
-# Must run before the first import of great_expectations: the lines are logged at import.
-quiet_gx_import_logs()
 
 import great_expectations as gx
 from great_expectations.core.batch_definition import BatchDefinition
