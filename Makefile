@@ -58,13 +58,19 @@ $(VENV)/.installed: pyproject.toml
 # compiled from source; its JUnit tests run in `make test`.
 JVM_MVN := mvn -q -B -s infra/maven-settings.xml -f lib/jvm/pom.xml
 DECODER_JAR := infra/jars/spark/eventlake-cloudevents-0.1.0.jar
+HADOOP_JAR := infra/jars/spark/eventlake-hadoop-0.1.0.jar
 JVM_SOURCES := lib/jvm/pom.xml $(shell find lib/jvm/src/main -name '*.java' 2>/dev/null)
 
-jars: infra/jars/.fetched $(DECODER_JAR)
+jars: infra/jars/.fetched $(DECODER_JAR) $(HADOOP_JAR)
 
 $(DECODER_JAR): infra/jars/.fetched $(JVM_SOURCES)
 	$(JVM_MVN) package -DskipTests
 	cp lib/jvm/target/eventlake-cloudevents-0.1.0.jar $@
+
+# The same build's second jar (lib/jvm/pom.xml: io.eventlake.hadoop alone).
+$(HADOOP_JAR): $(DECODER_JAR)
+	test -f lib/jvm/target/eventlake-cloudevents-0.1.0-hadoop.jar || $(JVM_MVN) package -DskipTests
+	cp lib/jvm/target/eventlake-cloudevents-0.1.0-hadoop.jar $@
 
 test-jvm:
 	$(JVM_MVN) test

@@ -28,6 +28,8 @@ from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings
 from eventlake.spark import (
     DRIVER_GC,
+    FORKLESS_LOCAL_FILES,
+    HADOOP_JAR,
     LANDING_YOUNG_GENERATION,
     NIO_BUFFER_CACHE,
     SMALL_MACHINE_JIT,
@@ -230,6 +232,40 @@ def test_a_standalone_master_sizes_its_executors_and_gives_them_the_drivers_pyth
     # The jars go by path, the same as in local mode: nothing to resolve or download.
     assert conf["spark.jars"] == ",".join(str(jar) for jar in spark_jars(settings))
     assert not {key for key in conf if key.startswith("spark.jars.")}
+
+
+def test_a_local_master_gets_the_forkless_local_file_system_and_its_jar(
+    settings: Settings,
+) -> None:
+    conf = spark_conf(settings.model_copy(update={"spark_master": "local[2]"}))
+    assert FORKLESS_LOCAL_FILES.items() <= conf.items()
+    (jar,) = [j for j in spark_jars(settings) if j.name.startswith(HADOOP_JAR)]
+    assert conf["spark.driver.extraClassPath"] == str(jar)
+
+
+def test_a_cluster_master_keeps_hadoops_local_file_system(settings: Settings) -> None:
+    conf = spark_conf(settings.model_copy(update={"spark_master": "spark://127.0.0.1:7077"}))
+    assert not FORKLESS_LOCAL_FILES.keys() & conf.keys()
+    assert "spark.driver.extraClassPath" not in conf
+
+
+def test_the_sessions_local_files_go_through_the_forkless_file_systems(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Both Hadoop APIs, as Spark's streaming checkpoints (FileContext), Delta's log store
+    # (FileContext) and its writers (FileSystem) get them; what they do: lib/jvm's tests.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    path = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
+    context = jvm.org.apache.hadoop.fs.FileContext.getFileContext(path.toUri(), conf)
+    file_system = path.getFileSystem(conf)
+    assert context.getDefaultFileSystem().getClass().getName() == (
+        "io.eventlake.hadoop.ForklessLocalFs"
+    )
+    assert file_system.getRawFileSystem().getClass().getName() == (
+        "io.eventlake.hadoop.ForklessRawLocalFileSystem"
+    )
 
 
 def test_a_remote_master_leaves_the_driver_address_to_spark(settings: Settings) -> None:

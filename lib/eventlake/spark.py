@@ -29,13 +29,18 @@ from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings
 from eventlake.spark_auth import SparkAuthError, auth_conf, driver_secret_conf
 
+#: eventlake's jars (lib/jvm), by the prefix of their file names: the Spark functions and
+#: the ledger; the local file system of :data:`FORKLESS_LOCAL_FILES`.
+EVENTLAKE_JAR: Final = "eventlake-cloudevents-"
+HADOOP_JAR: Final = "eventlake-hadoop-"
 #: Jars that must be present; prefixes of file names in the jars folder.
 REQUIRED_JARS = (
     "spark-sql-kafka-0-10_",
     "delta-spark_",
     "delta-storage-",
     "kafka-clients-",
-    "eventlake-cloudevents-",
+    EVENTLAKE_JAR,
+    HADOOP_JAR,
 )
 #: Session extensions: Delta's SQL, and eventlake's own functions (lib/jvm), among them
 #: ``cloudevents_from_kafka``, the binding's decoder.
@@ -195,6 +200,32 @@ def driver_memory(settings: Settings, work: DriverWork = DriverWork.GENERAL) -> 
     return settings.driver_memory
 
 
+#: Hadoop's ``file:`` file systems without a process per call (lib/jvm,
+#: ``io.eventlake.hadoop``): without Hadoop's native library, its local file system runs
+#: ``chmod`` for each file ``FileContext`` creates and ``readlink`` for each rename, a fork of
+#: the driver's JVM each; Spark's offset and commit logs and Delta's log store create and
+#: rename a file per write. Measured: 64-76 ms per ``FileContext`` create-and-rename
+#: against 15-20 ms (docs/benchmarks.md). For a local master only (:func:`local_files_conf`):
+#: a cluster's executors keep Hadoop's own.
+FORKLESS_LOCAL_FILES: Final = {
+    "spark.hadoop.fs.file.impl": "io.eventlake.hadoop.ForklessLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "io.eventlake.hadoop.ForklessLocalFs",
+}
+
+
+def local_files_conf(jars: list[Path]) -> dict[str, str]:
+    """The conf that gives a local master's JVM :data:`FORKLESS_LOCAL_FILES`: those, and
+    their jar (:data:`HADOOP_JAR`, Hadoop's API alone) on the driver's class path: Spark
+    reads local files before it loads ``spark.jars``, and Hadoop looks the classes up then.
+
+    Example:
+        >>> local_files_conf([Path("j/eventlake-hadoop-0.1.0.jar")])["spark.driver.extraClassPath"]
+        'j/eventlake-hadoop-0.1.0.jar'
+    """
+    ours = [str(jar) for jar in jars if jar.name.startswith(HADOOP_JAR)]
+    return {"spark.driver.extraClassPath": ":".join(ours), **FORKLESS_LOCAL_FILES}
+
+
 def driver_jvm_options(
     settings: Settings, cores: int | None = None, *, work: DriverWork = DriverWork.GENERAL
 ) -> str:
@@ -284,6 +315,8 @@ def spark_conf(
         # the loopback, and tells the executors to reach it there.
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if settings.spark_master.startswith("local"):
+        conf.update(local_files_conf(jars))
     if is_cluster_master(settings.spark_master):
         conf.update(cluster_conf(settings))
     return conf
