@@ -16,9 +16,10 @@ warehouse, with a new 2-partition topic (compacted and keyed, ~10% tombstones, f
 3. meanwhile this process polls the events and rejects tables' Delta logs every
    ``--poll`` seconds: a commit is visible to readers once its log file exists, and the
    time it was first seen is when its rows became visible (ingested_at is not used);
-   every second it also notes the lag in offsets: Kafka's end offsets minus those of
-   the stream's last committed batch (as ``eventlake status`` shows them), which stays
-   right on a compacted topic whose cleaner removes records the stream never reads;
+   every second, on a thread of its own (the polls keep their pace), it also notes the
+   lag in offsets: Kafka's end offsets minus those of the stream's last committed batch
+   (as ``eventlake status`` shows them), which stays right on a compacted topic whose
+   cleaner removes records the stream never reads;
 4. once the producer is done and the lag is 0 (or 120 s later), the stream
    gets SIGTERM; its exit status and the seconds it took to exit are noted.
 
@@ -45,6 +46,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -366,6 +368,38 @@ def offset_lag(settings: Settings, topic: str) -> int | None:
     return sum(lag for lag in lags if lag is not None)
 
 
+class LagSampler(threading.Thread):
+    """The stream's lag in offsets (:func:`offset_lag`), once a second from the
+    producer's start, on a thread of its own: a sample reads the stream's checkpoint and
+    asks Kafka for its end offsets, and taken between two polls of the Delta logs it held
+    the next poll back, so that some commits were seen that much late.
+
+    Example:
+        >>> sampler = LagSampler(settings, "orders", started_at); sampler.start()
+        >>> sampler.stop(); sampler.samples[:1]
+        [(1.0, 950)]
+    """
+
+    def __init__(self, settings: Settings, topic: str, started_at: Synchronized[float]) -> None:
+        super().__init__(name="lag sampler", daemon=True)
+        self.settings, self.topic, self.started_at = settings, topic, started_at
+        #: (seconds since the producer started, lag in offsets)
+        self.samples: list[tuple[float, int]] = []
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopped.wait(1.0):
+            if not self.started_at.value:
+                continue
+            lag = offset_lag(self.settings, self.topic)
+            if lag is not None:
+                self.samples.append((time.time() - self.started_at.value, lag))
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join()
+
+
 def _measure(
     settings: Settings,
     topic: str,
@@ -385,10 +419,12 @@ def _measure(
         args=(settings, topic, scenario, duration, seed, produced, started_at),
     )
     producer.start()
+    sampler = LagSampler(settings, topic, started_at)
+    sampler.start()
+    lag_samples = sampler.samples
     commits: list[Commit] = []
-    lag_samples: list[tuple[float, int]] = []
     visible = 0
-    next_sample = next_line = time.monotonic()
+    next_line = time.monotonic()
     drained_at: float | None = None
     while True:
         time.sleep(poll)
@@ -397,11 +433,6 @@ def _measure(
                 commits.append(commit)
                 visible += commit.rows
         now = time.monotonic()
-        if started_at.value and now >= next_sample:
-            next_sample = now + 1.0
-            lag = offset_lag(settings, topic)
-            if lag is not None:
-                lag_samples.append((time.time() - started_at.value, lag))
         if now >= next_line:
             next_line = now + 30
             print(
@@ -424,6 +455,7 @@ def _measure(
             if drained_at is None and time.time() - started_at.value > duration + DRAIN_SECONDS:
                 break
     producer.join()
+    sampler.stop()
     result.produced = produced.value
     result.visible = visible
     result.achieved_rate = produced.value / duration
