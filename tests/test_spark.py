@@ -38,6 +38,7 @@ from eventlake.spark import (
     driver_jvm_options,
     driver_on_loopback,
     is_cluster_master,
+    is_local_master,
     local_rows,
     memory_mib,
     release,
@@ -287,6 +288,20 @@ def test_a_remote_master_leaves_the_driver_address_to_spark(settings: Settings) 
 )
 def test_masters_are_told_apart(master: str, cluster: bool, loopback: bool) -> None:
     assert (is_cluster_master(master), driver_on_loopback(master)) == (cluster, loopback)
+
+
+@pytest.mark.parametrize(
+    ("master", "local"),
+    [
+        ("local", True),
+        ("local[2]", True),
+        ("local[*]", True),
+        ("spark://127.0.0.1:7077", False),
+        ("yarn", False),
+    ],
+)
+def test_local_masters_are_told_apart(master: str, local: bool) -> None:
+    assert is_local_master(master) is local
 
 
 #: Spark's timestamp range, as microseconds since the epoch: the first and last

@@ -90,6 +90,17 @@ def spark_jars(settings: Settings) -> list[Path]:
     return jars
 
 
+def is_local_master(master: str) -> bool:
+    """True for a local master (``local``, ``local[2]``, ``local[*]``): the tasks run in
+    the driver's own JVM, on this machine.
+
+    Example:
+        >>> is_local_master("local[2]"), is_local_master("spark://127.0.0.1:7077")
+        (True, False)
+    """
+    return master.startswith("local")
+
+
 def is_cluster_master(master: str) -> bool:
     """True for a Spark standalone master (``spark://host:port``), whose executors run in
     workers' JVMs rather than in the driver.
@@ -109,7 +120,7 @@ def driver_on_loopback(master: str) -> bool:
         >>> driver_on_loopback("spark://127.0.0.1:7077"), driver_on_loopback("spark://m:7077")
         (True, False)
     """
-    if master.startswith("local"):
+    if is_local_master(master):
         return True
     if not is_cluster_master(master):
         return False
@@ -248,7 +259,7 @@ def driver_jvm_options(
     if settings.driver_java_options is not None:
         return settings.driver_java_options
     machine = cores if cores is not None else (os.cpu_count() or 1)
-    local = settings.spark_master.startswith("local")
+    local = is_local_master(settings.spark_master)
     options = [DRIVER_GC, NIO_BUFFER_CACHE]
     if local and machine <= SMALL_MACHINE_CORES:
         options.append(SMALL_MACHINE_JIT)
@@ -315,7 +326,7 @@ def spark_conf(
         # the loopback, and tells the executors to reach it there.
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
-    if settings.spark_master.startswith("local"):
+    if is_local_master(settings.spark_master):
         conf.update(local_files_conf(jars))
     if is_cluster_master(settings.spark_master):
         conf.update(cluster_conf(settings))
