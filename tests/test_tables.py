@@ -223,20 +223,22 @@ def test_a_merge_source_is_held_on_disk_not_in_the_heap(spark: SparkSession) -> 
         release(source)
 
 
-def test_rows_added_by_reads_the_rows_of_one_commit_only(
+def test_rows_added_by_reads_the_rows_of_the_commits_named_only(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "t")
     schema = spark.range(1).schema
-    for start in (0, 10, 20):
+    for start in (0, 10, 20, 30):
         spark.range(start, start + 10).repartition(2).write.format("delta").mode("append").save(
             path
         )
 
-    added = rows_added_by(spark, path, 1, schema)
+    one = rows_added_by(spark, path, [1], schema)
+    two = rows_added_by(spark, path, [1, 3], schema)
 
-    assert added is not None
-    assert sorted(r["id"] for r in added.collect()) == list(range(10, 20))
+    assert one is not None and two is not None
+    assert sorted(r["id"] for r in one.collect()) == list(range(10, 20))
+    assert sorted(r["id"] for r in two.collect()) == [*range(10, 20), *range(30, 40)]
 
 
 def test_rows_added_by_declines_a_table_whose_files_hold_renamed_columns(
@@ -247,7 +249,7 @@ def test_rows_added_by_declines_a_table_whose_files_hold_renamed_columns(
         "delta.minReaderVersion", "2"
     ).option("delta.minWriterVersion", "5").save(path)
 
-    assert rows_added_by(spark, path, 0, spark.range(1).schema) is None
+    assert rows_added_by(spark, path, [0], spark.range(1).schema) is None
 
 
 def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_path: Path) -> None:
@@ -255,7 +257,7 @@ def test_rows_added_by_declines_a_partitioned_table(spark: SparkSession, tmp_pat
     rows = spark.range(4).selectExpr("id", "id % 2 AS part")
     rows.write.format("delta").partitionBy("part").save(path)
 
-    assert rows_added_by(spark, path, 0, rows.schema) is None
+    assert rows_added_by(spark, path, [0], rows.schema) is None
 
 
 @pytest.fixture

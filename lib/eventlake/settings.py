@@ -202,6 +202,13 @@ class Settings(BaseSettings):
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Upper bound of records read per micro-batch."
     )
+    state_interval_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description="Seconds between two state steps of a stream that keeps state tables "
+        "(0: after every batch). The batches landed meanwhile wait and are applied in one "
+        "step, read back from the events table; a stream that stops applies them first.",
+    )
     progress_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -113,7 +113,7 @@ def records_from_tables(events: DataFrame, rejects: DataFrame | None = None) -> 
     and as Kafka's compaction keeps it (which may remove the first and keep the repeat).
 
     Example:
-        >>> records_from_tables(rows_added_by(spark, events, 42, EVENTS_SCHEMA))
+        >>> records_from_tables(rows_added_by(spark, events, [42], EVENTS_SCHEMA))
     """
     valid = events.select(*EVENT_COLUMNS, F.lit(None).cast("string").alias("reject_reason"))
     if rejects is None:

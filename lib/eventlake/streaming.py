@@ -198,11 +198,13 @@ class ClaimedCheckpoint:
         write_batch: Callable[[DataFrame, int], dict[str | None, int]],
         summary: RunSummary,
         progress_seconds: float,
+        idle: Callable[[], None] | None = None,
     ) -> None:
         """Run the job's stream on this checkpoint (:func:`run_stream`) and count it in
         ``summary``: ``write_batch`` writes one batch exactly once and returns its records
         per reason (None: accepted); each batch is then counted and gets its
         ``<job>: batch N done`` line, and ``summary.stopped_by`` tells a graceful stop.
+        ``idle``: called between batches (see :func:`run_stream`).
 
         Example:
             >>> claimed.stream(spark, options, write_batch, summary, progress_seconds=30)
@@ -217,7 +219,7 @@ class ClaimedCheckpoint:
             print(f"{self.job}: batch {batch_id} done, {sum(counts.values())} records", flush=True)
 
         spec = StreamSpec(self.job, options, self.folder, self.trigger, progress_seconds)
-        outcome = run_stream(spark, spec, counted, progress=summary.counts_text)
+        outcome = run_stream(spark, spec, counted, progress=summary.counts_text, idle=idle)
         summary.stopped_by = outcome.stopped_by
 
 
@@ -335,11 +337,15 @@ def run_stream(
     write_batch: Callable[[DataFrame, int], None],
     *,
     progress: Callable[[], str] | None = None,
+    idle: Callable[[], None] | None = None,
 ) -> StreamOutcome:
     """Run ``write_batch`` on every micro-batch of the Kafka source until the run ends.
 
     ``progress`` gives the job's counts for the progress line printed every
-    ``spec.progress_seconds``; the runner adds the source's rate and lag.
+    ``spec.progress_seconds``; the runner adds the source's rate and lag. ``idle`` is
+    called every ``POLL_SECONDS`` while no batch runs (work that waits for a quiet
+    moment: Spark starts no batch while the topic is quiet); an error of it stops the
+    stream and is raised.
 
     Example:
         >>> run_stream(spark, spec, write_batch).stopped_by is None
@@ -366,6 +372,12 @@ def run_stream(
                 if stopper.signal_name is not None and not stopper.batch_running:
                     query.stop()
                     break
+                if idle is not None and not stopper.batch_running:
+                    try:
+                        idle()
+                    except BaseException:
+                        query.stop()
+                        raise
                 if spec.progress_seconds and time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + spec.progress_seconds
                     print(_progress_line(spec.job, query.lastProgress, progress), flush=True)

@@ -253,18 +253,20 @@ def merge_source(rows: DataFrame) -> DataFrame:
 
 
 def rows_added_by(
-    spark: SparkSession, path: str, version: int, schema: StructType
+    spark: SparkSession, path: str, versions: Sequence[int], schema: StructType
 ) -> DataFrame | None:
-    """The rows that commit ``version`` of the Delta table at ``path`` added, read from
-    the data files its ``add`` actions name (the Delta log protocol); None when they
-    cannot be read that way (column mapping renames the files' columns, a deletion
+    """The rows that the commits ``versions`` of the Delta table at ``path`` added, read
+    from the data files their ``add`` actions name (the Delta log protocol); None when
+    they cannot be read that way (column mapping renames the files' columns, a deletion
     vector hides rows): the caller then computes them again.
 
-    A blind append's rows as written, without a scan of the rest of the table: Delta's
-    reader prunes files by column statistics, not by the commit that added them.
+    Blind appends' rows as written, without a scan of the rest of the table: Delta's
+    reader prunes files by column statistics, not by the commit that added them. A file
+    that a later OPTIMIZE replaced is still there (VACUUM keeps it for days) and still
+    holds the rows.
 
     Example:
-        >>> rows_added_by(spark, events_path, 42, EVENTS_SCHEMA).count()
+        >>> rows_added_by(spark, events_path, [42], EVENTS_SCHEMA).count()
         1000000
     """
     # Read from the log with delta-rs and the file system, as the ledger reads its marks:
@@ -273,10 +275,12 @@ def rows_added_by(
     table = delta_rs_table(path)
     if table is None or not files_hold_the_rows(table):
         return None
-    actions = commit_actions(path, version)
-    if actions is None:
-        return None
-    adds = [action["add"] for action in actions if "add" in action]
+    adds: list[dict[str, Any]] = []
+    for version in versions:
+        actions = commit_actions(path, version)
+        if actions is None:
+            return None
+        adds += [action["add"] for action in actions if "add" in action]
     if any(add.get("deletionVector") for add in adds):
         return None
     if not adds:

@@ -37,6 +37,7 @@ the stop. The poll interval adds up to
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import multiprocessing
 import os
@@ -64,10 +65,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
 from eventlake.kafka import create_topic, delete_topics, make_producer
+from eventlake.ledger import KEY_PREFIX, STATE
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from eventlake.settings import Settings
 from eventlake.status import warehouse_status
+from eventlake.tables import state_path
 from tests.benchmarks.bench import (
     PARTITIONS,
     RESULTS,
@@ -121,6 +124,10 @@ class ScenarioResult:
     latency_p95: float | None = None
     latency_p99: float | None = None
     latency_max: float | None = None
+    #: -state scenarios: from the Kafka timestamp to the state table's commit holding it.
+    state_latency_p50: float | None = None
+    state_latency_p95: float | None = None
+    state_latency_max: float | None = None
     max_lag_records: int = 0
     early_lag_median: float = 0.0
     late_lag_median: float = 0.0
@@ -198,6 +205,8 @@ class Commit:
     seen_at: float
     files: list[str]
     rows: int
+    #: The ledger's state marks the commit set (partition -> next offset), if any.
+    state_marks: dict[int, int] = field(default_factory=dict)
 
 
 class DeltaLogWatcher:
@@ -219,13 +228,17 @@ class DeltaLogWatcher:
             if not path.exists():
                 return found
             seen_at = time.time()
-            files, rows = [], 0
+            files, rows, marks = [], 0, {}
             for line in path.read_text().splitlines():
-                add = json.loads(line).get("add") if line.strip() else None
+                action = json.loads(line) if line.strip() else {}
+                add, txn = action.get("add"), action.get("txn")
                 if add:
                     files.append(unquote(add["path"]))
                     rows += int(json.loads(add.get("stats") or "{}").get("numRecords", 0))
-            found.append(Commit(self.table, self.next_version, seen_at, files, rows))
+                # eventlake/state/<topic>/<partition>: the state table's marks.
+                if txn and txn["appId"].startswith(f"{KEY_PREFIX}/{STATE}/"):
+                    marks[int(txn["appId"].rsplit("/", 1)[1])] = int(txn["version"])
+            found.append(Commit(self.table, self.next_version, seen_at, files, rows, marks))
             self.next_version += 1
 
 
@@ -241,6 +254,38 @@ def record_latencies(commits: Sequence[Commit], produced_from: float) -> list[fl
             latencies += [
                 commit.seen_at - t for t in stamps if t is not None and t >= produced_from
             ]
+    return latencies
+
+
+def state_latencies(
+    events: Sequence[Commit], states: Sequence[Commit], produced_from: float
+) -> list[float]:
+    """Seconds from each record's Kafka timestamp to the state table's commit whose marks
+    passed its offset (the state table then holds it), for records produced at or after
+    ``produced_from`` that the events table shows (rejects apart)."""
+    landed: dict[int, list[tuple[int, float]]] = {}
+    for commit in events:
+        for name in commit.files:
+            columns = ["kafka_partition", "kafka_offset", "kafka_timestamp"]
+            table = pq.read_table(commit.table / name, columns=columns)
+            unit = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[table.column(2).type.unit]
+            stamps = pc.divide(pc.cast(table.column(2), "int64"), unit).to_pylist()
+            for partition, offset, stamp in zip(
+                table.column(0).to_pylist(), table.column(1).to_pylist(), stamps, strict=True
+            ):
+                if stamp is not None and stamp >= produced_from:
+                    landed.setdefault(partition, []).append((offset, stamp))
+    for records in landed.values():
+        records.sort()
+    latencies: list[float] = []
+    passed: dict[int, int] = {}
+    for commit in states:
+        for partition, mark in commit.state_marks.items():
+            records = landed.get(partition, [])
+            start = bisect.bisect_left(records, (passed.get(partition, 0), -1.0))
+            end = bisect.bisect_left(records, (mark, -1.0))
+            latencies += [commit.seen_at - stamp for _, stamp in records[start:end]]
+            passed[partition] = max(passed.get(partition, 0), mark)
     return latencies
 
 
@@ -414,6 +459,8 @@ def _measure(
     produced = context.Value("q", 0)
     started_at = context.Value("d", 0.0)
     watchers = [DeltaLogWatcher(settings.table_path(t)) for t in ("events", "rejects")]
+    if scenario.state:
+        watchers.append(DeltaLogWatcher(state_path(settings, topic)))
     producer = context.Process(
         target=produce_steadily,
         args=(settings, topic, scenario, duration, seed, produced, started_at),
@@ -468,6 +515,14 @@ def _measure(
         result.latency_p95 = percentile(latencies, 0.95)
         result.latency_p99 = percentile(latencies, 0.99)
         result.latency_max = max(latencies)
+    if scenario.state:
+        events = [c for c in commits if c.table.name == "events"]
+        states = [c for c in commits if c.table == state_path(settings, topic)]
+        in_state = state_latencies(events, states, started_at.value)
+        if in_state:
+            result.state_latency_p50 = percentile(in_state, 0.50)
+            result.state_latency_p95 = percentile(in_state, 0.95)
+            result.state_latency_max = max(in_state)
     producing = [(t, lag) for t, lag in lag_samples if t <= duration]
     result.max_lag_records = max((lag for _, lag in lag_samples), default=0)
     early = [lag for t, lag in producing if 30 <= t < 90] or [lag for _, lag in producing[:60]]
@@ -554,6 +609,21 @@ def markdown_report(results: Sequence[ScenarioResult], duration: float, poll: fl
             f"{seconds(r.batch_seconds_max)}) | {seconds(r.gap_seconds_max)} "
             f"| {seconds(r.stop_seconds)} ({r.stop_exit_status}) |"
         )
+    stateful = [r for r in results if r.state]
+    if stateful:
+        lines += [
+            "",
+            "State tables (from the Kafka timestamp to the state commit whose marks pass the "
+            "record):",
+            "",
+            "| scenario | state p50 s | state p95 s | state max s |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.scenario} | {seconds(r.state_latency_p50)} | {seconds(r.state_latency_p95)} "
+            f"| {seconds(r.state_latency_max)} |"
+            for r in stateful
+        ]
     lines += ["", "## Targets", ""]
     lines += [f"- {goal}" for r in results for goal in r.goals]
     lines += ["", "## Stream summaries", ""]

@@ -23,7 +23,6 @@ from typing import Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from eventlake.binding import (
     DATA_JSON_INVALID,
@@ -45,14 +44,10 @@ from eventlake.ledger import (
 )
 from eventlake.observed import flag_counts, observed_values, reason_counts, rejects_lost
 from eventlake.spark import computed_once, release
-from eventlake.state import records_from_tables
 from eventlake.tables import (
-    EVENTS_SCHEMA,
     KAFKA_COORDINATES,
-    REJECTS_SCHEMA,
     rejected_by_ingest,
     retry_conflicts,
-    rows_added_by,
 )
 
 _KAFKA_ROW = {"topic": "topic", "partition": "partition", "offset": "offset"}
@@ -312,47 +307,3 @@ def _apply_verdicts(decoded: DataFrame, verdicts: DataFrame) -> DataFrame:
             for c in decoded.columns
         ]
     )
-
-
-def read_back(
-    spark: SparkSession,
-    result: BatchResult,
-    batch: DataFrame,
-    events_path: str,
-    rejects_path: str,
-    state_marks: Marks,
-) -> tuple[DataFrame, bool]:
-    """The batch's records at or above ``state_marks``, as decoded rows for
-    :func:`eventlake.state.apply_state`, and whether they were read back: from the files
-    this batch's commits added when those hold them all (see
-    :func:`eventlake.tables.rows_added_by`), decoded again from ``batch`` otherwise (a
-    replay, rows that cannot be read back).
-
-    Example:
-        >>> result = land_batch(spark, batch, ledger=ledger, ends=ends, ...)
-        >>> rows, from_files = read_back(spark, result, batch, e, r, marks)
-        >>> apply_state(spark, settings, rows, topics=["orders"], read_back=from_files)
-    """
-
-    def added(path: str, schema: StructType) -> DataFrame | None:
-        version = result.located.get(path)
-        return None if version is None else rows_added_by(spark, path, version, schema)
-
-    def covers(landed_from: Marks) -> bool:
-        # This batch's commits hold every record from landed_from on.
-        return all(state_marks.get(k, 0) >= m for k, m in landed_from.items())
-
-    has_rejects = any(reason is not None for reason in result.counts)
-    events = added(events_path, EVENTS_SCHEMA)
-    rejects = added(rejects_path, REJECTS_SCHEMA) if has_rejects else None
-    readable = events is not None and (not has_rejects or rejects is not None)
-    from_files = (
-        readable
-        and covers(result.events_marks)
-        and (not has_rejects or covers(result.rejects_marks))
-    )
-    if from_files and events is not None:
-        rows = records_from_tables(events, rejects)
-    else:
-        rows = decode_records(batch)
-    return rows.where(unlanded(state_marks)), from_files

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.compaction import check_compaction, topic_offsets
-from eventlake.ingest.batch import land_batch, read_back
+from eventlake.ingest.batch import land_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
+from eventlake.ingest.state_backlog import StateBacklog, read_back
 from eventlake.kafka import (
     check_connection,
     connection_lost_error,
@@ -45,7 +47,7 @@ from eventlake.ranges import (
     starting_offsets_json,
 )
 from eventlake.settings import Settings
-from eventlake.state import StateMarks, apply_state, reconcile_state
+from eventlake.state import StateChange, StateMarks, apply_state, reconcile_state
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -257,7 +259,13 @@ def _stream(
     rejects_path = str(settings.table_path(REJECTS))
     summary = IngestSummary()
 
+    backlog = StateBacklog(settings.state_interval_seconds)
+
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
+        with backlog.lock:
+            return land_and_apply(batch, batch_id)
+
+    def land_and_apply(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
         planned = planned_batch(claimed.spark_folder, batch_id)
         starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
         topics = sorted({topic for topic, _ in planned.ends})
@@ -279,40 +287,83 @@ def _stream(
                 print(f"ingest: WARNING {warning}", flush=True)
             summary.warnings.extend(result.warnings)
             summary.data_json_invalid += result.data_json_invalid
-            state_topics = _kept_state(settings, request, topics)
-            if state_topics:
+            if _kept_state(settings, request, topics):
                 caught_up = _caught_up_ms(settings, request, planned, run_started_ms)
-                state_marks = {
-                    k: v
-                    for t in state_topics
-                    for k, v in ledger.marks(str(state_path(settings, t)), STATE, [t]).items()
-                }
-                behind = [
-                    t
-                    for t in state_topics
-                    if any(
-                        state_marks.get(k, 0) < end for k, end in planned.ends.items() if k[0] == t
-                    )
-                ]
-                if behind:
-                    rows, from_files = read_back(
-                        spark, result, batch, events_path, rejects_path, state_marks
-                    )
-                    marks = StateMarks(ledger, planned.ends, caught_up, note, batch_id)
+                backlog.add(result, planned.ends, caught_up, batch_id)
+                if backlog.due():
                     summary.add_state(
-                        apply_state(
-                            spark,
-                            settings,
-                            rows,
-                            topics=behind,
-                            marks=marks,
-                            read_back=from_files,
-                        )
+                        _apply_backlog(spark, settings, request, ledger, backlog, note, batch)
                     )
         return result.counts
 
-    claimed.stream(spark, options, write_batch, summary, settings.progress_seconds)
+    def apply_waiting(*, due_only: bool) -> None:
+        # Between batches: Spark starts none while the topic is quiet, and the state
+        # tables would wait for the next record. Never beside a batch (the lock).
+        if not backlog.lock.acquire(blocking=False):
+            return
+        try:
+            if backlog.batches and (backlog.due() or not due_only):
+                job = f"ingest {claimed.folder.name}"
+                with ledger.leases(settings.warehouse, backlog.topics(), job=job):
+                    summary.add_state(
+                        _apply_backlog(
+                            spark, settings, request, ledger, backlog, claimed.folder.name
+                        )
+                    )
+        finally:
+            backlog.lock.release()
+
+    claimed.stream(
+        spark,
+        options,
+        write_batch,
+        summary,
+        settings.progress_seconds,
+        idle=partial(apply_waiting, due_only=True),
+    )
+    # A stream that stops applies what it landed since its last state step.
+    apply_waiting(due_only=False)
     return summary
+
+
+def _apply_backlog(
+    spark: SparkSession,
+    settings: Settings,
+    request: IngestRequest,
+    ledger: Ledger,
+    backlog: StateBacklog,
+    note: str,
+    batch: DataFrame | None = None,
+) -> dict[str, StateChange]:
+    """One state step through the ``backlog`` (under the leases of its topics): the
+    records the state tables do not hold yet, read back, applied with the marks moved to
+    the backlog's ends. ``batch``: the Kafka rows of the backlog's last batch."""
+    events_path = str(settings.table_path(EVENTS))
+    rejects_path = str(settings.table_path(REJECTS))
+    ends = backlog.ends()
+    state_topics = _kept_state(settings, request, backlog.topics())
+    state_marks = {
+        k: v
+        for t in state_topics
+        for k, v in ledger.marks(str(state_path(settings, t)), STATE, [t]).items()
+    }
+    behind = [
+        t
+        for t in state_topics
+        if any(state_marks.get(k, 0) < end for k, end in ends.items() if k[0] == t)
+    ]
+    changes: dict[str, StateChange] = {}
+    if behind:
+        rows, from_files = read_back(
+            spark, backlog.batches, batch, events_path, rejects_path, state_marks, ends
+        )
+        last = backlog.batches[-1].batch_id
+        marks = StateMarks(ledger, ends, backlog.caught_up_ms(), note, last)
+        changes = apply_state(
+            spark, settings, rows, topics=behind, marks=marks, read_back=from_files
+        )
+    backlog.applied()
+    return changes
 
 
 def _dedup_horizon(settings: Settings, request: IngestRequest) -> timedelta | None:

@@ -83,7 +83,8 @@ def exercise(settings: Settings, scratch: Path) -> None:
     Kafka's classes, a few hundred, load from the jars (an archive that also held them,
     from an ingest and a republish on a broker of the run's own, started an empty-topic
     ingest no sooner: 7.05-7.12 s against 7.12-7.17 s)."""
-    from eventlake.ingest.batch import land_batch, read_back
+    from eventlake.ingest.batch import land_batch
+    from eventlake.ingest.state_backlog import LandedBatch, read_back
     from eventlake.ledger import Ledger
     from eventlake.local.samples import sample_records
     from eventlake.state import StateMarks, apply_state
@@ -116,7 +117,9 @@ def exercise(settings: Settings, scratch: Path) -> None:
         rejects_path=rejects,
         note="class archive",
     )
-    batch, from_files = read_back(spark, result, records, events, rejects, {})
+    batch, from_files = read_back(
+        spark, [LandedBatch(result, ends)], records, events, rejects, {}, ends
+    )
     # Twice: a topic's first rows written into the new table, then a MERGE into a full one.
     marks = StateMarks(ledger, ends, caught_up_ms=None, note="class archive")
     for _ in range(2):
