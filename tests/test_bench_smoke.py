@@ -15,10 +15,13 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from eventlake.kafka import make_admin
@@ -42,7 +45,7 @@ from tests.benchmarks.bench import (
     run_bench,
     tree_memory,
 )
-from tests.benchmarks.latency import Scenario, batch_times, run_latency
+from tests.benchmarks.latency import Commit, Scenario, batch_times, run_latency, state_latencies
 
 N = 2000
 #: The jobs of the run inside ``make test``.
@@ -224,6 +227,34 @@ def test_latency_bench_sees_every_record_land_and_stops_the_stream(
     assert "| 50 | 500 |" in report.with_suffix(".md").read_text()
     # The scenario's warehouse (and topic) go when it is measured.
     assert not any(p.is_dir() for p in warehouse_settings.warehouse.glob("latency-*"))
+
+
+def test_a_records_state_latency_runs_to_the_state_commit_whose_marks_pass_it(
+    tmp_path: Path,
+) -> None:
+    events = tmp_path / "events"
+    events.mkdir()
+    stamps = [datetime(2026, 11, 28, 0, 0, s, tzinfo=UTC) for s in (0, 1, 2, 3)]
+    table = pa.table(
+        {
+            "kafka_partition": pa.array([0, 0, 1, 1], pa.int32()),
+            "kafka_offset": pa.array([0, 1, 0, 1], pa.int64()),
+            "kafka_timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    pq.write_table(table, events / "part-0.parquet")
+    t0 = stamps[0].timestamp()
+    landed = Commit(events, 1, t0 + 4, ["part-0.parquet"], 4)
+    # The first state commit passes offset 0 of each partition, the second the rest.
+    first = Commit(tmp_path / "state", 1, t0 + 10, [], 0, {0: 1, 1: 1})
+    second = Commit(tmp_path / "state", 2, t0 + 20, [], 0, {0: 2, 1: 2})
+
+    latencies = state_latencies([landed], [first, second], produced_from=t0 + 1)
+
+    # Produced at 1 s (partition 0, offset 1), 2 s and 3 s (partition 1); 0 s is before
+    # produced_from. Offset 0 of partition 1 (2 s) is in the first commit, the others in
+    # the second.
+    assert sorted(latencies) == pytest.approx([8.0, 17.0, 19.0])
 
 
 FORKING_JVM = """

@@ -24,7 +24,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.status import streams_reading
-from eventlake.streaming import trigger_problem
+from eventlake.streaming import StreamSpec, run_stream, trigger_problem
 from tests.fault_tools import Job
 from tests.helpers import produce_events, read_table
 
@@ -151,6 +151,29 @@ def test_a_batch_refused_by_eventlake_ends_the_run_with_that_error_not_sparks_re
     refused = pytest.raises(LeaseTimeoutError, match="is being landed by the test's holder")
     with holder, refused:
         run_ingest(spark, settings, IngestRequest(topics=(topic_name,)))
+
+
+def test_an_error_between_batches_stops_the_stream_and_reaches_the_caller(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    options = spark_kafka_options(warehouse_settings) | {"subscribe": topic_name}
+    spec = StreamSpec("test", options, tmp_path / "checkpoint", "processing-time=1 second")
+    calls: list[float] = []
+
+    def idle() -> None:
+        calls.append(time.monotonic())
+        raise RuntimeError("the state step failed between batches")
+
+    with pytest.raises(RuntimeError, match="failed between batches"):
+        run_stream(spark, spec, lambda _batch, _id: None, idle=idle)
+
+    assert len(calls) == 1
+    assert not [q for q in spark.streams.active if q.name == "checkpoint"]
 
 
 def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
