@@ -173,3 +173,30 @@ def held_storage(
     while not settled(storage()) and time.monotonic() < deadline:
         time.sleep(0.1)
     return storage()
+
+
+@contextmanager
+def state_stream(
+    spark: SparkSession, settings: Settings, topic: str
+) -> Iterator[list[BaseException]]:
+    """``ingest --state`` of ``topic`` as a 1-second stream in a thread for the block;
+    yields the list its failure goes into (the test asserts on it after the block)."""
+    request = IngestRequest(
+        topics=(topic,), state=True, trigger="processing-time=1 second", checkpoint_name="s"
+    )
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_ingest(spark, settings, request)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            failures.append(error)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        yield failures
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        runner.join(timeout=120)

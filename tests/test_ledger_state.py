@@ -4,10 +4,7 @@ that maintenance commits and a lagging stream's batches do not move."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -20,7 +17,7 @@ from eventlake.maintenance import optimize_and_vacuum
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state
 from eventlake.tables import state_path
-from tests.helpers import binary_headers, keyed_events, read_topic
+from tests.helpers import binary_headers, keyed_events, read_topic, state_stream
 from tests.test_compaction import FAST_COMPACTION, _state, _until
 
 
@@ -46,37 +43,13 @@ def _caught_up(settings: Settings, topic: str, timeout: float = 90) -> None:
     raise AssertionError(f"the state stream never caught up with {topic}")
 
 
-@contextmanager
-def _state_stream(spark: SparkSession, settings: Settings, topic: str) -> Iterator[None]:
-    request = IngestRequest(
-        topics=(topic,), state=True, trigger="processing-time=1 second", checkpoint_name="s"
-    )
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            run_ingest(spark, settings, request)
-        except BaseException as error:  # reported by the test, not lost in the thread
-            failures.append(error)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    try:
-        yield
-    finally:
-        for query in spark.streams.active:
-            query.stop()
-        runner.join(timeout=60)
-    assert not failures, failures
-
-
 def test_reconcile_beside_a_running_state_stream_leaves_the_latest_per_key(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
     settings = warehouse_settings
     create_topic(settings, topic_name, partitions=2, config={"cleanup.policy": "compact"})
     keys = [f"k{n}" for n in range(40)]
-    with _state_stream(spark, settings, topic_name):
+    with state_stream(spark, settings, topic_name) as failures:
         for round_ in range(4):
             # Updates of every key, then deletes of some and re-creations of others.
             produce_all(settings, topic_name, keyed_events(keys))
@@ -85,6 +58,7 @@ def test_reconcile_beside_a_running_state_stream_leaves_the_latest_per_key(
             reports = reconcile_state(spark, settings, topic_name)
             assert reports.records_read > 0
         _caught_up(settings, topic_name)
+    assert not failures, failures
     assert _state(spark, settings, topic_name) == _latest_per_key(spark, settings, topic_name)
 
 
@@ -120,13 +94,14 @@ def test_a_state_stream_lagging_beyond_the_retention_is_flagged(
     settings = warehouse_settings.model_copy(update={"max_offsets_per_trigger": 20})
     create_topic(settings, topic_name, config=retention)
     produce_all(settings, topic_name, keyed_events([f"a{n}" for n in range(10)]))
-    with _state_stream(spark, settings, topic_name):
+    with state_stream(spark, settings, topic_name) as failures:
         _caught_up(settings, topic_name)
         produce_all(settings, topic_name, keyed_events([f"b{n}" for n in range(600)]))
         time.sleep(6)  # beyond delete.retention.ms, 20 records a batch behind 600
         report = check_compaction(spark, settings, topic_name)
         _, head = topic_offsets(settings, topic_name)
         _, marks = read_marks(state_path(settings, topic_name), STATE, [topic_name])
+    assert not failures, failures
     assert marks[(topic_name, 0)] < head[0], "the stream caught up: it did not lag"
     assert report.at_risk, report.message
 

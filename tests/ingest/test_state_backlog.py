@@ -4,10 +4,8 @@ between), and streams on the real broker that go quiet, stop, or fail with a bac
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -23,7 +21,7 @@ from eventlake.ledger import INGEST, STATE, Ledger, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables, state_path
-from tests.helpers import binary_headers, read_table
+from tests.helpers import binary_headers, read_table, state_stream
 
 # -- the backlog's bookkeeping ----------------------------------------------------------------
 
@@ -194,30 +192,6 @@ def _marks_at_head(settings: Settings, topic: str, table: str) -> bool:
     return all(marks.get((topic, p), 0) >= end for p, end in head.items())
 
 
-@contextmanager
-def _stream(
-    spark: SparkSession, settings: Settings, topic: str, failures: list[BaseException]
-) -> Iterator[None]:
-    request = IngestRequest(
-        topics=(topic,), state=True, trigger="processing-time=1 second", checkpoint_name="s"
-    )
-
-    def run() -> None:
-        try:
-            run_ingest(spark, settings, request)
-        except BaseException as error:  # reported by the test, not lost in the thread
-            failures.append(error)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    try:
-        yield
-    finally:
-        for query in spark.streams.active:
-            query.stop()
-        runner.join(timeout=120)
-
-
 def _expected_after(rounds: int) -> dict[str, str]:
     last = rounds - 1
     expected = {f"k{n}": f"r{last}-k{n}" for n in range(10)}
@@ -230,8 +204,7 @@ def test_a_quiet_stream_applies_its_backlog_once_the_interval_has_passed(
     spark: SparkSession, warehouse_settings: Settings, compacted: str
 ) -> None:
     settings = warehouse_settings.model_copy(update={"state_interval_seconds": 4.0})
-    failures: list[BaseException] = []
-    with _stream(spark, settings, compacted, failures):
+    with state_stream(spark, settings, compacted) as failures:
         for round_ in range(3):
             _produce_round(settings, compacted, round_)
             _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
@@ -246,8 +219,7 @@ def test_a_stream_that_stops_applies_its_backlog_first(
     spark: SparkSession, warehouse_settings: Settings, compacted: str
 ) -> None:
     settings = warehouse_settings.model_copy(update={"state_interval_seconds": 3600.0})
-    failures: list[BaseException] = []
-    with _stream(spark, settings, compacted, failures):
+    with state_stream(spark, settings, compacted) as failures:
         for round_ in range(2):
             _produce_round(settings, compacted, round_)
             _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
@@ -269,8 +241,7 @@ def test_a_stream_that_fails_with_a_backlog_is_caught_up_by_the_next_run(
         raise RuntimeError("driver died before the state step")
 
     monkeypatch.setattr(ingest_run, "apply_state", crash)
-    failures: list[BaseException] = []
-    with _stream(spark, settings, compacted, failures):
+    with state_stream(spark, settings, compacted) as failures:
         for round_ in range(2):
             _produce_round(settings, compacted, round_)
             _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
