@@ -102,7 +102,12 @@ class LedgerVersionError(RuntimeError):
 
 
 class LeaseTimeoutError(RuntimeError):
-    """A topic's lease stayed held by another process; the message names it."""
+    """A topic's lease stayed held by another process; the message names it, and
+    ``holder`` says who holds it (job, pid, host, since)."""
+
+    def __init__(self, message: str, holder: str = "another process") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def ledger_key(job: str, topic: str, partition: int) -> str:
@@ -571,7 +576,8 @@ def _topic_lease(
                     raise LeaseTimeoutError(
                         f"Topic {topic!r} is being landed by {who} for longer than "
                         f"{wait_seconds:.0f} s. Wait for it to finish, or stop it (SIGTERM "
-                        "stops it gracefully), then run this again."
+                        "stops it gracefully), then run this again.",
+                        holder=who,
                     ) from None
                 if not told:
                     print(f"{job}: waiting for topic {topic!r}, held by {who}", flush=True)

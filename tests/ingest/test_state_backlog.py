@@ -17,7 +17,7 @@ from eventlake.ingest import run as ingest_run
 from eventlake.ingest.batch import BatchResult, land_batch
 from eventlake.ingest.state_backlog import LandedBatch, StateBacklog, read_back
 from eventlake.kafka import Record, create_topic, produce_all
-from eventlake.ledger import INGEST, STATE, Ledger, read_marks
+from eventlake.ledger import INGEST, STATE, Ledger, read_marks, topic_leases
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables, state_path
@@ -227,6 +227,30 @@ def test_a_stream_that_stops_applies_its_backlog_first(
     assert not failures, failures
     assert _marks_at_head(settings, compacted, "state")
     assert _state(spark, settings, compacted) == _expected_after(2)
+
+
+def test_a_stream_stopped_while_another_job_holds_its_topic_leaves_the_state_step_to_the_next_run(
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    compacted: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = warehouse_settings.model_copy(update={"state_interval_seconds": 3600.0})
+    with state_stream(spark, settings, compacted) as failures:
+        for round_ in range(2):
+            _produce_round(settings, compacted, round_)
+            _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
+        with topic_leases(settings.warehouse, [compacted], job="the test's reconcile"):
+            capsys.readouterr()
+            # The stream stops here, its topic held: it does not wait for the lease.
+            for query in spark.streams.active:
+                query.stop()
+            _wait_until(lambda: "left to the next run" in capsys.readouterr().out, "stop")
+            assert not _marks_at_head(settings, compacted, "state")
+    assert not failures, failures
+    run_ingest(spark, settings, IngestRequest(topics=(compacted,), state=True, checkpoint_name="s"))
+    assert _state(spark, settings, compacted) == _expected_after(2)
+    assert read_table(spark, settings, EVENTS).count() == 20
 
 
 def test_a_stream_that_fails_with_a_backlog_is_caught_up_by_the_next_run(

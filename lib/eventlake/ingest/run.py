@@ -33,6 +33,7 @@ from eventlake.kafka import (
 from eventlake.ledger import (
     INGEST,
     STATE,
+    LeaseTimeoutError,
     Ledger,
     Marks,
 )
@@ -260,6 +261,8 @@ def _stream(
     summary = IngestSummary()
 
     backlog = StateBacklog(settings.state_interval_seconds)
+    note = claimed.folder.name
+    lease_job = f"ingest {note}"
 
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
         with backlog.lock:
@@ -269,8 +272,7 @@ def _stream(
         planned = planned_batch(claimed.spark_folder, batch_id)
         starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
         topics = sorted({topic for topic, _ in planned.ends})
-        note = claimed.folder.name
-        with ledger.leases(settings.warehouse, topics, job=f"ingest {claimed.folder.name}"):
+        with ledger.leases(settings.warehouse, topics, job=lease_job):
             result = land_batch(
                 spark,
                 batch,
@@ -298,18 +300,27 @@ def _stream(
 
     def apply_waiting(*, due_only: bool) -> None:
         # Between batches: Spark starts none while the topic is quiet, and the state
-        # tables would wait for the next record. Never beside a batch (the lock).
+        # tables would wait for the next record. Never beside a batch (the lock), and
+        # never waiting for a topic another job holds: this runs where the stream's
+        # signals are acted on (the next call tries again; a stop leaves it to the next
+        # run, whose state step starts from the state marks).
         if not backlog.lock.acquire(blocking=False):
             return
         try:
             if backlog.batches and (backlog.due() or not due_only):
-                job = f"ingest {claimed.folder.name}"
-                with ledger.leases(settings.warehouse, backlog.topics(), job=job):
+                topics = backlog.topics()
+                with ledger.leases(settings.warehouse, topics, job=lease_job, wait_seconds=0):
                     summary.add_state(
-                        _apply_backlog(
-                            spark, settings, request, ledger, backlog, claimed.folder.name
-                        )
+                        _apply_backlog(spark, settings, request, ledger, backlog, note)
                     )
+        except LeaseTimeoutError as held:
+            if not due_only:
+                print(
+                    f"ingest: {', '.join(topics)} held by {held.holder}: the state step of the "
+                    f"{len(backlog.batches)} batches landed since the last one is left to the "
+                    "next run of this stream, which starts from the state marks",
+                    flush=True,
+                )
         finally:
             backlog.lock.release()
 
