@@ -192,6 +192,13 @@ def _marks_at_head(settings: Settings, topic: str, table: str) -> bool:
     return all(marks.get((topic, p), 0) >= end for p, end in head.items())
 
 
+def _land_rounds(settings: Settings, topic: str, rounds: int) -> None:
+    """:func:`_produce_round` ``rounds`` times, each waited for until its events landed."""
+    for round_ in range(rounds):
+        _produce_round(settings, topic, round_)
+        _wait_until(lambda: _marks_at_head(settings, topic, EVENTS), "events landed")
+
+
 def _expected_after(rounds: int) -> dict[str, str]:
     last = rounds - 1
     expected = {f"k{n}": f"r{last}-k{n}" for n in range(10)}
@@ -205,9 +212,7 @@ def test_a_quiet_stream_applies_its_backlog_once_the_interval_has_passed(
 ) -> None:
     settings = warehouse_settings.model_copy(update={"state_interval_seconds": 4.0})
     with state_stream(spark, settings, compacted) as failures:
-        for round_ in range(3):
-            _produce_round(settings, compacted, round_)
-            _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
+        _land_rounds(settings, compacted, 3)
         # No record arrives from here on, so Spark starts no batch: the state step comes
         # from the wait between batches.
         _wait_until(lambda: _marks_at_head(settings, compacted, "state"), "state applied")
@@ -220,9 +225,7 @@ def test_a_stream_that_stops_applies_its_backlog_first(
 ) -> None:
     settings = warehouse_settings.model_copy(update={"state_interval_seconds": 3600.0})
     with state_stream(spark, settings, compacted) as failures:
-        for round_ in range(2):
-            _produce_round(settings, compacted, round_)
-            _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
+        _land_rounds(settings, compacted, 2)
         assert not _marks_at_head(settings, compacted, "state")  # an hour's interval
     assert not failures, failures
     assert _marks_at_head(settings, compacted, "state")
@@ -237,9 +240,7 @@ def test_a_stream_stopped_while_another_job_holds_its_topic_leaves_the_state_ste
 ) -> None:
     settings = warehouse_settings.model_copy(update={"state_interval_seconds": 3600.0})
     with state_stream(spark, settings, compacted) as failures:
-        for round_ in range(2):
-            _produce_round(settings, compacted, round_)
-            _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
+        _land_rounds(settings, compacted, 2)
         with topic_leases(settings.warehouse, [compacted], job="the test's reconcile"):
             capsys.readouterr()
             # The stream stops here, its topic held: it does not wait for the lease.
@@ -266,9 +267,7 @@ def test_a_stream_that_fails_with_a_backlog_is_caught_up_by_the_next_run(
 
     monkeypatch.setattr(ingest_run, "apply_state", crash)
     with state_stream(spark, settings, compacted) as failures:
-        for round_ in range(2):
-            _produce_round(settings, compacted, round_)
-            _wait_until(lambda: _marks_at_head(settings, compacted, EVENTS), "events landed")
+        _land_rounds(settings, compacted, 2)
     assert [str(f) for f in failures] == ["driver died before the state step"]
     monkeypatch.undo()
 
