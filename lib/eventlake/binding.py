@@ -156,6 +156,7 @@ def decode_records(
     *,
     data_json: bool = True,
     data: bool = True,
+    barrier: bool = True,
 ) -> DataFrame:
     """Apply the binding to Kafka source rows (``includeHeaders=true``).
 
@@ -167,7 +168,10 @@ def decode_records(
     action over the result also counts its rows per reason
     (:func:`eventlake.observed.reason_counts` with :class:`RejectReason`) and the events
     whose JSON data did not parse (:func:`eventlake.observed.flag_counts` with
-    :data:`DATA_JSON_INVALID`).
+    :data:`DATA_JSON_INVALID`). ``barrier=False`` (without ``observation``) leaves out
+    the node that keeps filters above the decoder: only for a caller that puts an
+    observation of its own over the result before any filter, as republish does (each
+    such node copies every row).
 
     Example:
         >>> decoded = decode_records(spark.read.format("kafka")...load())
@@ -182,7 +186,7 @@ def decode_records(
     # Behind an observation: a filter on reject_reason would otherwise be pushed below
     # the decoding projection and run the decoder a second time for every row.
     if observation is None:
-        return optimizer_barrier(decoded)
+        return optimizer_barrier(decoded) if barrier else decoded
     return observe_decoded(decoded, observation)
 
 

@@ -262,9 +262,13 @@ class _Run:
         """The plan of ``records``, counted by reason into ``seen`` by the first action."""
         # The events are forwarded, not stored: their data is not built into a VARIANT,
         # and records kept in their content mode are written as read, so their data is
-        # only checked.
+        # only checked. The observation below keeps every filter above the decoder, so
+        # the decoder's own barrier is left out.
+        decoded = decode_records(
+            records, data_json=False, data=self.request.to_mode != KEEP_MODE, barrier=False
+        )
         planned = plan_republish(
-            decode_records(records, data_json=False, data=self.request.to_mode != KEEP_MODE),
+            decoded,
             self.request,
             target_compacted=self.compacted,
         )
