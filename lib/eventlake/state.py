@@ -152,6 +152,8 @@ def latest_per_key(records: DataFrame) -> DataFrame:
     last_in_partition = keyed.groupBy("kafka_topic", "kafka_key", "kafka_partition").agg(
         F.max("kafka_offset").alias("kafka_offset")
     )
+    # Counted while they are held: a count after is a Spark job of its own.
+    held = Observation()
     winners = (
         last_in_partition.groupBy("kafka_topic", "kafka_key")
         .agg(
@@ -159,9 +161,10 @@ def latest_per_key(records: DataFrame) -> DataFrame:
             F.max_by("kafka_offset", "kafka_partition").alias("kafka_offset"),
         )
         .drop("kafka_key")
+        .observe(held, F.count(F.lit(1)).alias("winners"))
         .localCheckpoint(eager=True)
     )
-    if winners.count() <= BROADCAST_WINNERS_MAX:
+    if int(observed_values(held)["winners"]) <= BROADCAST_WINNERS_MAX:
         # The batch then stays where it is: no shuffle of its rows.
         winners = F.broadcast(winners)
     coordinates = ["kafka_topic", "kafka_partition", "kafka_offset"]
