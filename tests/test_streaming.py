@@ -14,11 +14,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.checkpoint import CheckpointBusyError
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic, spark_kafka_options
+from eventlake.kafka import create_topic, produce_all, spark_kafka_options
 from eventlake.ledger import LeaseTimeoutError, Ledger, topic_leases
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
@@ -174,6 +174,36 @@ def test_an_error_between_batches_stops_the_stream_and_reaches_the_caller(
 
     assert len(calls) == 1
     assert not [q for q in spark.streams.active if q.name == "checkpoint"]
+
+
+def test_no_idle_work_runs_after_a_batch_failed(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    # Between the batch's error and Spark's report of the failed query the loop still
+    # polls; idle work there (a state step) would run what just failed once more.
+    create_topic(warehouse_settings, topic_name)
+    produce_all(warehouse_settings, topic_name, [(b"k", b"v", [])])
+    options = spark_kafka_options(warehouse_settings) | {
+        "subscribe": topic_name,
+        "startingOffsets": "earliest",
+    }
+    spec = StreamSpec("test", options, tmp_path / "checkpoint", "processing-time=1 second")
+    failed_at: list[float] = []
+    idle_calls: list[float] = []
+
+    def fail(_batch: DataFrame, _batch_id: int) -> None:
+        failed_at.append(time.monotonic())
+        raise RuntimeError("the batch failed")
+
+    with pytest.raises(Exception, match="the batch failed"):
+        run_stream(spark, spec, fail, idle=lambda: idle_calls.append(time.monotonic()))
+
+    assert failed_at
+    assert [t for t in idle_calls if t >= failed_at[0]] == []
 
 
 def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:

@@ -372,7 +372,9 @@ def run_stream(
                 if stopper.signal_name is not None and not stopper.batch_running:
                     query.stop()
                     break
-                if idle is not None and not stopper.batch_running:
+                # Never after a failed batch: the query is stopping with it, and idle work
+                # (a state step) would run what just failed once more.
+                if idle is not None and not stopper.batch_running and stopper.batch_error is None:
                     try:
                         idle()
                     except BaseException:

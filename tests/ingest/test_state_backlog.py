@@ -59,15 +59,6 @@ def test_a_backlog_without_an_interval_is_due_after_every_batch() -> None:
     assert backlog.due()
 
 
-def test_an_abandoned_backlog_has_nothing_left_to_apply() -> None:
-    # A failed state step leaves nothing for the stream's idle calls to try again.
-    backlog = StateBacklog(interval_seconds=0.0, clock=_Clock())
-    backlog.add(_landed(), {("t", 0): 10})
-    backlog.abandon()
-    assert not backlog.due()
-    assert backlog.batches == []
-
-
 def test_a_backlog_ends_where_its_furthest_batch_ends_per_partition() -> None:
     backlog = StateBacklog(interval_seconds=5.0, clock=_Clock())
     backlog.add(BatchResult({}), {("t", 0): 10, ("t", 1): 7}, caught_up_ms=1000)

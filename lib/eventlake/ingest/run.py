@@ -293,15 +293,9 @@ def _stream(
                 caught_up = _caught_up_ms(settings, request, planned, run_started_ms)
                 backlog.add(result, planned.ends, caught_up, batch_id)
                 if backlog.due():
-                    try:
-                        changes = _apply_backlog(
-                            spark, settings, request, ledger, backlog, note, batch
-                        )
-                    except BaseException:
-                        # Not again between batches while the failed batch stops the stream.
-                        backlog.abandon()
-                        raise
-                    summary.add_state(changes)
+                    summary.add_state(
+                        _apply_backlog(spark, settings, request, ledger, backlog, note, batch)
+                    )
         return result.counts
 
     def apply_waiting(*, due_only: bool) -> None:

@@ -115,12 +115,6 @@ class StateBacklog:
         self.batches.clear()
         self.applied_at = self.clock()
 
-    def abandon(self) -> None:
-        """A state step through the backlog failed, and the batch with it: the stream
-        stops, and nothing of the backlog is tried again by this run (between batches, as
-        the stream ends). The next run starts from the state marks, which stayed behind."""
-        self.batches.clear()
-
 
 def read_back(
     spark: SparkSession,
