@@ -1,0 +1,154 @@
+"""What ingest's data path costs above ceiling D's, in one warm process: the topic held
+in Spark's cache (so that no pass pays Kafka), then each pass timed into Spark's ``noop``
+sink or a fresh Delta table, rounds alternating, medians.
+
+    python tests/benchmarks/landing_floor.py                 # 1M mixed events, 3 rounds
+    python tests/benchmarks/landing_floor.py --records 300000 --rounds 5
+
+Passes (``--help`` lists them): the cache scanned; decoded (the binding, as ingest runs
+it) with and without ``data_json``; and written to Delta: the records as they are
+(ceiling D's write), the events (ingest's write, without the ledger's commit) and the
+events without ``data_json``. The difference between the events' and the raw records'
+Delta passes is what ingest pays per record above ceiling D once both have read the
+records: the steady-state part of issue 36's "cost per extra event" that no change to
+ingest's bookkeeping can remove while it decodes every record and lands ``data_json``.
+Each pass reports wall seconds and the JVM's CPU seconds (every thread), per record.
+The topic (mixed ~1 KB events, the generator of ``bench.py``) is made on the local
+broker and deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+# Runs as a script from the checkout: its own packages first, as bench.py does.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+
+from eventlake.binding import decode_records, to_events
+from eventlake.kafka import delete_topics, spark_kafka_options
+from eventlake.local.broker import LocalBroker
+from eventlake.local.settings import load_local_settings
+from eventlake.spark import build_spark_session
+from eventlake.text_table import text_table
+from tests.benchmarks.bench import bench_records, fill_topic
+from tests.benchmarks.bench_job import _jvm_cpu_seconds
+
+#: The passes, in the order each round runs them.
+PASSES: tuple[str, ...] = (
+    "scan",
+    "decode",
+    "decode, no data_json",
+    "raw records -> Delta",
+    "events -> Delta",
+    "events, no data_json -> Delta",
+)
+
+
+def _passes(cached: DataFrame, scratch: Path) -> dict[str, Callable[[], None]]:
+    """Each pass as a call that runs it once (Delta passes into a fresh table)."""
+
+    def noop(frame: DataFrame) -> Callable[[], None]:
+        return lambda: frame.write.format("noop").mode("overwrite").save()
+
+    def delta(frame: DataFrame) -> Callable[[], None]:
+        def write() -> None:
+            path = scratch / uuid.uuid4().hex
+            frame.write.format("delta").save(str(path))
+            shutil.rmtree(path, ignore_errors=True)
+
+        return write
+
+    return dict(
+        zip(
+            PASSES,
+            (
+                noop(cached.select("value", "headers")),
+                noop(decode_records(cached)),
+                noop(decode_records(cached, data_json=False)),
+                delta(cached),
+                delta(to_events(decode_records(cached))),
+                delta(to_events(decode_records(cached, data_json=False))),
+            ),
+            strict=True,
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds after a warm-up one")
+    args = parser.parse_args(argv)
+    settings = load_local_settings()
+    LocalBroker(settings).start()
+    topic = f"landing-floor-{int(time.time())}"
+    print(f"landing_floor: producing {args.records:,} mixed events to {topic}", flush=True)
+    fill_topic(settings, topic, bench_records(args.records, mode="mixed", seed=42), compact=False)
+    spark = build_spark_session(settings, app_name="landing-floor")
+    try:
+        cached = (
+            spark.read.format("kafka")
+            .options(**spark_kafka_options(settings))
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("includeHeaders", "true")
+            .load()
+            .persist(StorageLevel.MEMORY_ONLY)
+        )
+        records = cached.count()
+        wall: dict[str, list[float]] = {name: [] for name in PASSES}
+        cpu: dict[str, list[float]] = {name: [] for name in PASSES}
+        with tempfile.TemporaryDirectory(dir=settings.warehouse.parent) as scratch:
+            passes = _passes(cached, Path(scratch))
+            for round_ in range(args.rounds + 1):
+                for name, run in passes.items():
+                    started, cpu_before = time.perf_counter(), _jvm_cpu_seconds()
+                    run()
+                    if round_:  # the first round warms the JIT up
+                        wall[name].append(time.perf_counter() - started)
+                        cpu[name].append(_jvm_cpu_seconds() - cpu_before)
+                print(f"landing_floor: round {round_} of {args.rounds} done", flush=True)
+        cached.unpersist()
+    finally:
+        spark.stop()
+        delete_topics(settings, [topic])
+    per_record = 1e6 / max(records, 1)
+    rows = [
+        [
+            name,
+            f"{statistics.median(wall[name]):.2f}",
+            " / ".join(f"{s:.2f}" for s in wall[name]),
+            f"{statistics.median(wall[name]) * per_record:.2f}",
+            f"{statistics.median(cpu[name]) * per_record:.2f}",
+        ]
+        for name in PASSES
+    ]
+    print(f"\n{records:,} records, medians of {args.rounds} rounds\n")
+    header = ["pass", "wall s", "rounds", "wall µs/record", "JVM CPU µs/record"]
+    print("\n".join(text_table(header, rows)))
+    above = statistics.median(wall["events -> Delta"]) - statistics.median(
+        wall["raw records -> Delta"]
+    )
+    print(
+        f"\ningest's data path above ceiling D's write: {above:.2f} s "
+        f"({above * per_record:.2f} µs per record, wall, 2 cores)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
