@@ -20,19 +20,16 @@ from typing import Any
 import pytest
 from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.formats.json import JSONFormat
-from pyspark.sql import Observation, SparkSession
+from pyspark.sql import SparkSession
 
-from eventlake.binding import DECODER_FUNCTION
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, UnknownTopicError, create_topic, make_admin, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import run as run_module
-from eventlake.republish.encode import ENCODER_FUNCTION
-from eventlake.republish.plan import planned_records
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish
 from eventlake.settings import Settings
-from eventlake.tables import KAFKA_SOURCE_SCHEMA, state_path
+from eventlake.tables import state_path
 from tests.helpers import read_table, read_topic
 from tests.republish.corpus import SDK_EVENTS, SOURCE_RECORDS, Headers, ce_headers
 from tests.test_partitioner import java_partition
@@ -563,19 +560,3 @@ def test_a_misspelt_source_topic_is_refused_and_not_created(
     assert not {topic_name, target} & set(
         make_admin(warehouse_settings).list_topics(timeout=10).topics
     )
-
-
-@pytest.mark.parametrize("to_mode", ["keep", "binary", "structured"])
-def test_the_plan_decodes_and_encodes_each_record_once_behind_one_observation(
-    spark: SparkSession, settings: Settings, to_mode: str
-) -> None:
-    # The observation that counts the reasons keeps the filter of the records to send
-    # above the decoder; a second node (the decoder's own barrier) would copy every row.
-    request = RepublishRequest(source="a", target="b", to_mode=to_mode, key_mapper="partitionkey")
-    run = run_module._Run(settings, request, rejects_path="unused", compacted=True)
-    raw = spark.createDataFrame([], KAFKA_SOURCE_SCHEMA)
-    planned = planned_records(run._plan(raw, Observation()))
-    plan = planned._jdf.queryExecution().executedPlan().toString()
-    assert plan.count(f"{DECODER_FUNCTION}(") == 1
-    assert plan.count(f"{ENCODER_FUNCTION}(") == 1
-    assert plan.count("CollectMetrics") == 1

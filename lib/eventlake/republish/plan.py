@@ -35,7 +35,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final, cast
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from eventlake.binding import (
@@ -43,11 +43,14 @@ from eventlake.binding import (
     CONTENT_MODE_STRUCTURED,
     DETAIL_MAX_CHARS,
     RejectReason,
+    decode_records,
     to_rejects,
 )
+from eventlake.observed import observe_reasons
 from eventlake.republish.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
+    KEEP_MODE,
     MAPPED_KEY,
     Hop,
     TargetMode,
@@ -191,6 +194,30 @@ def plan_republish(
             "republish_detail": F.substring(detail, 1, DETAIL_MAX_CHARS),
         }
     ).drop("_out_key", ENCODED_VALUE, ENCODED_HEADERS, MAPPED_KEY)
+
+
+def counted_plan(
+    records: DataFrame, request: RepublishRequest, seen: Observation, *, target_compacted: bool
+) -> DataFrame:
+    """The plan of Kafka source rows as a republish run sends them: decoded once, planned
+    (:func:`plan_republish`), and counted by reason into ``seen`` by the first action
+    (None: republished).
+
+    Example:
+        >>> seen = Observation()
+        >>> planned_records(counted_plan(raw, request, seen, target_compacted=False)).count()
+        >>> reason_counts(seen, REPUBLISH_REASONS)
+        {None: 998, 'malformed_json': 2}
+    """
+    # The events are forwarded, not stored: their data is not built into a VARIANT, and
+    # records kept in their content mode are written as read, so their data is only
+    # checked. The observation below keeps every filter above the decoder, so the
+    # decoder's own barrier (each such node copies every row) is left out.
+    decoded = decode_records(
+        records, data_json=False, data=request.to_mode != KEEP_MODE, barrier=False
+    )
+    planned = plan_republish(decoded, request, target_compacted=target_compacted)
+    return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
 
 
 def planned_rejects(planned: DataFrame, target: str) -> DataFrame:

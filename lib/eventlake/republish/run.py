@@ -37,7 +37,6 @@ from typing import ClassVar
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 
-from eventlake.binding import decode_records
 from eventlake.kafka import (
     check_connection,
     connection_lost_error,
@@ -50,7 +49,7 @@ from eventlake.kafka import (
 )
 from eventlake.ledger import Ledger, LedgerMovedError, Marks, only_missing
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
-from eventlake.observed import observe_reasons, reason_counts, rejects_lost
+from eventlake.observed import reason_counts, rejects_lost
 from eventlake.offset_log import planned_batch
 from eventlake.ranges import (
     bounded_range,
@@ -59,10 +58,9 @@ from eventlake.ranges import (
     requested_starts,
     starting_offsets_json,
 )
-from eventlake.republish.encode import KEEP_MODE
 from eventlake.republish.plan import (
     REPUBLISH_REASONS,
-    plan_republish,
+    counted_plan,
     planned_records,
     planned_rejects,
 )
@@ -260,19 +258,7 @@ class _Run:
 
     def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
         """The plan of ``records``, counted by reason into ``seen`` by the first action."""
-        # The events are forwarded, not stored: their data is not built into a VARIANT,
-        # and records kept in their content mode are written as read, so their data is
-        # only checked. The observation below keeps every filter above the decoder, so
-        # the decoder's own barrier is left out.
-        decoded = decode_records(
-            records, data_json=False, data=self.request.to_mode != KEEP_MODE, barrier=False
-        )
-        planned = plan_republish(
-            decoded,
-            self.request,
-            target_compacted=self.compacted,
-        )
-        return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
+        return counted_plan(records, self.request, seen, target_compacted=self.compacted)
 
 
 def _has_rejects(counts: dict[str | None, int]) -> bool:
