@@ -128,6 +128,7 @@ bench: setup
 	$(PY) tests/benchmarks/latency.py
 	$(PY) tests/benchmarks/query_bench.py --records 5000000 --repeats 3
 	$(PY) tests/benchmarks/dedup_bench.py --records 1000000 --rounds 3
+	$(PY) tests/benchmarks/landing_floor.py --records 1000000 --rounds 3
 
 # A running stream against a producer at 1,000 and 20,000 events/s (and 20,000 with
 # --state), 5 minutes each: time until a record is visible in Delta, lag, stop.

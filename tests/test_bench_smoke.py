@@ -4,8 +4,8 @@ The run inside ``make test`` measures four jobs (each a process of its own, twic
 the two on the empty topic): Spark's read-and-count, the plain PySpark reference job and
 eventlake ingest, the three of the issue's main targets, and Spark's raw landing of the
 records, the floor that the targets' asked seconds are read against. Every job of
-``make bench`` runs in the second test, only when selected by marker:
-``pytest -m bench tests/test_bench_smoke.py``.
+``make bench`` runs in the second test, and ``landing_floor.py``'s passes in another, only
+when selected by marker: ``pytest -m bench tests/test_bench_smoke.py``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ from tests.benchmarks.bench import (
     RATIO_GOALS,
     STARTUP_GOALS,
     TIME_GOALS,
+    job_environment,
     run_bench,
     tree_memory,
 )
+from tests.benchmarks.landing_floor import PASSES
 from tests.benchmarks.latency import Commit, Scenario, batch_times, run_latency, state_latencies
 
 N = 2000
@@ -205,6 +207,33 @@ def test_bench_runs_every_job(
         _run(broker, warehouse_settings, tmp_path, every), warehouse_settings, every
     )
     assert {QUALITY, INGEST_STATE, DECODE} <= set(results)
+
+
+@pytest.mark.bench
+def test_landing_floor_times_every_pass(
+    request: pytest.FixtureRequest,
+    broker: LocalBroker,
+    warehouse_settings: Settings,
+    tmp_path: Path,
+) -> None:
+    # A Spark process of its own: only when asked for by marker (-m bench).
+    if "bench" not in request.config.getoption("markexpr"):
+        pytest.skip("landing_floor.py's passes, a minute: run with -m bench")
+    script = Path(__file__).parent / "benchmarks" / "landing_floor.py"
+    arguments = ["--records", str(N), "--rounds", "1", "--output", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments],
+        env=job_environment(warehouse_settings),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = done.stdout.split(f"{N:,} records")[1]
+    assert all(f"\n{name} " in table for name in PASSES)
+    assert "ingest's data path above ceiling D's write" in table
+    (report,) = tmp_path.glob("landing-floor-*.md")
+    assert all(f"\n{name} " in report.read_text() for name in PASSES)
 
 
 def test_latency_bench_sees_every_record_land_and_stops_the_stream(

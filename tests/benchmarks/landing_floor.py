@@ -14,7 +14,7 @@ records: the steady-state part of issue 36's "cost per extra event" that no chan
 ingest's bookkeeping can remove while it decodes every record and lands ``data_json``.
 Each pass reports wall seconds and the JVM's CPU seconds (every thread), per record.
 The topic (mixed ~1 KB events, the generator of ``bench.py``) is made on the local
-broker and deleted at the end.
+broker and deleted at the end. The table also goes to ``results/landing-floor-<time>.md`` (``--output``: another folder).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from eventlake.spark import build_spark_session
 from eventlake.text_table import text_table
-from tests.benchmarks.bench import bench_records, fill_topic
+from tests.benchmarks.bench import RESULTS, bench_records, fill_topic, new_run_id
 from tests.benchmarks.bench_job import _jvm_cpu_seconds
 
 #: The passes, in the order each round runs them.
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds after a warm-up one")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="folder of the report")
     args = parser.parse_args(argv)
     settings = load_local_settings()
     LocalBroker(settings).start()
@@ -137,16 +138,25 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for name in PASSES
     ]
-    print(f"\n{records:,} records, medians of {args.rounds} rounds\n")
     header = ["pass", "wall s", "rounds", "wall µs/record", "JVM CPU µs/record"]
-    print("\n".join(text_table(header, rows)))
     above = statistics.median(wall["events -> Delta"]) - statistics.median(
         wall["raw records -> Delta"]
     )
-    print(
-        f"\ningest's data path above ceiling D's write: {above:.2f} s "
-        f"({above * per_record:.2f} µs per record, wall, 2 cores)"
-    )
+    report = [
+        f"{records:,} records, medians of {args.rounds} rounds "
+        f"(`python tests/benchmarks/landing_floor.py --records {args.records} "
+        f"--rounds {args.rounds}`)",
+        "",
+        *text_table(header, rows),
+        "",
+        f"ingest's data path above ceiling D's write: {above:.2f} s "
+        f"({above * per_record:.2f} µs per record, wall)",
+    ]
+    print("\n" + "\n".join(report))
+    args.output.mkdir(parents=True, exist_ok=True)
+    output = args.output / f"landing-floor-{new_run_id()}.md"
+    output.write_text("```\n" + "\n".join(report) + "\n```\n")
+    print(f"\nlanding_floor: {output}")
     return 0
 
 
