@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.quality import plan as plan_module
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.plan import OCCURRENCES, plan_checks, with_occurrences
 from eventlake.spark import release
@@ -38,7 +39,13 @@ def _occurrences(frame: DataFrame) -> list[tuple[str | None, str | None, int | N
     return sorted(((r[0], r[1], r[2]) for r in rows), key=str)
 
 
-def test_occurrences_count_each_identity_in_the_whole_table(spark: SparkSession) -> None:
+@pytest.mark.parametrize("collected_max", [10_000, 0], ids=["collected", "held"])
+def test_occurrences_count_each_identity_in_the_whole_table(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, collected_max: int
+) -> None:
+    # The repeated identities' hashes are collected to the driver when few, else held on
+    # the executors: both ways count the same.
+    monkeypatch.setattr(plan_module, "COLLECTED_HASHES_MAX", collected_max)
     table = _identities(
         spark, [("/a", "1"), ("/a", "1"), ("/a", "2"), ("/b", "1"), (None, "9"), (None, "9")]
     )
