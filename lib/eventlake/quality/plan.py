@@ -96,63 +96,113 @@ BROADCAST_REPEATED_MAX: Final = 1_000_000
 COLLECTED_HASHES_MAX: Final = 10_000
 
 
-def with_occurrences(slice_frame: DataFrame, table_frame: DataFrame, *, whole: bool) -> DataFrame:
-    """Add how often each row's (source, id) occurs in the whole table.
+@dataclass(frozen=True)
+class RepeatedIdentities:
+    """64-bit hashes of the ``(source, id)`` identities that occur more than once in a
+    table (:func:`repeated_identities`): up to :data:`COLLECTED_HASHES_MAX` collected in
+    ``few``, more held on the executors in ``held``. False when none repeats."""
 
-    Duplicates of events checked in earlier slices count too: only the slice's keys are
-    looked up (a semi join), so an incremental run scans two columns of the table. The
-    repeated keys are computed now, in jobs of their own, and held: free them with
-    :func:`eventlake.spark.release` on the result when done.
+    few: tuple[int, ...] = ()
+    held: DataFrame | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.few) or self.held is not None
+
+
+#: No identity repeats: :func:`with_occurrences` then joins nothing.
+NO_REPEATS: Final = RepeatedIdentities()
+
+
+def _table_keys(table_frame: DataFrame) -> DataFrame:
+    # Null keys match nothing (the not-null checks report those rows): left out here.
+    return table_frame.select(*EVENT_IDENTITY).where(_has_key())
+
+
+def _has_key() -> Column:
+    return F.col("source").isNotNull() & F.col("id").isNotNull()
+
+
+def repeated_identities(
+    slice_frame: DataFrame, table_frame: DataFrame, *, whole: bool
+) -> RepeatedIdentities:
+    """The identities of ``slice_frame`` that occur more than once in ``table_frame``
+    (``whole``: the slice is the table), by hash: one Spark job, and nothing more when
+    none repeats. Release :attr:`RepeatedIdentities.held` when done with it.
 
     Example:
-        >>> counted = with_occurrences(slice_frame, table, whole=True)
-        >>> release(counted)
+        >>> bool(repeated_identities(table, table, whole=True))
+        False
     """
-    keys = list(EVENT_IDENTITY)
-    # Null keys match nothing (the not-null checks report those rows): left out here.
-    has_key = F.col("source").isNotNull() & F.col("id").isNotNull()
-    table_keys = table_frame.select(*keys).where(has_key)
-    hashed = table_keys.select(identity_hash().alias(_IDENTITY_HASH))
+    hashed = _table_keys(table_frame).select(identity_hash().alias(_IDENTITY_HASH))
     if not whole:
         slice_hashes = slice_frame.select(identity_hash().alias(_IDENTITY_HASH)).distinct()
         hashed = hashed.join(slice_hashes, _IDENTITY_HASH, "left_semi")
     # Counted by a 64-bit hash of the key first: the aggregate's map holds a long per key,
     # not the two strings (over 5M events in a warm process 2.7 s against 3.2-3.8 s).
     # Keys whose hash repeats are usually none; only those are counted again exactly.
-    repeated_hashes = (
+    repeated = (
         hashed.groupBy(_IDENTITY_HASH).count().where(F.col("count") > 1).select(_IDENTITY_HASH)
     )
-    # One Spark job finds them, and when there are none nothing more runs (held on the
-    # executors and counted, they took a checkpoint and a count job of their own).
-    few = repeated_hashes.limit(COLLECTED_HASHES_MAX + 1).collect()
-    if not few:
-        # No key repeats: nothing to join.
-        return slice_frame.withColumn(OCCURRENCES, F.when(has_key, F.lit(1).cast("long")))
-    held = None
+    # Collected in one job (held on the executors and counted, they took a checkpoint and a
+    # count job of their own).
+    few = repeated.limit(COLLECTED_HASHES_MAX + 1).collect()
     if len(few) <= COLLECTED_HASHES_MAX:
-        schema = f"{_IDENTITY_HASH} long"
-        among = F.broadcast(
-            table_frame.sparkSession.createDataFrame([tuple(r) for r in few], schema)
-        )
-    else:
-        held = computed_once(repeated_hashes)
-        among = held if held.count() > BROADCAST_REPEATED_MAX else F.broadcast(held)
+        return RepeatedIdentities(few=tuple(int(row[0]) for row in few))
+    return RepeatedIdentities(held=computed_once(repeated))
+
+
+def with_occurrences(
+    slice_frame: DataFrame,
+    table_frame: DataFrame,
+    *,
+    whole: bool,
+    repeated: RepeatedIdentities | None = None,
+) -> DataFrame:
+    """Add how often each row's (source, id) occurs in the whole table.
+
+    Duplicates of events checked in earlier slices count too: only the slice's keys are
+    looked up (a semi join), so an incremental run scans two columns of the table. The
+    repeated identities are found first (:func:`repeated_identities`, unless given; with
+    :data:`NO_REPEATS` every keyed row counts once), then their keys are counted in jobs
+    of their own and held: free them with :func:`eventlake.spark.release` on the result
+    when done.
+
+    Example:
+        >>> counted = with_occurrences(slice_frame, table, whole=True)
+        >>> release(counted)
+    """
+    if repeated is None:
+        repeated = repeated_identities(slice_frame, table_frame, whole=whole)
+    if not repeated:
+        # No key repeats: nothing to join.
+        return slice_frame.withColumn(OCCURRENCES, F.when(_has_key(), F.lit(1).cast("long")))
     try:
-        repeated = computed_once(
-            table_keys.join(among, identity_hash() == F.col(_IDENTITY_HASH), "left_semi")
+        if repeated.held is not None:
+            held = repeated.held
+            among = held if held.count() > BROADCAST_REPEATED_MAX else F.broadcast(held)
+        else:
+            rows = [(h,) for h in repeated.few]
+            spark = table_frame.sparkSession
+            among = F.broadcast(spark.createDataFrame(rows, f"{_IDENTITY_HASH} long"))
+        keys = list(EVENT_IDENTITY)
+        counts = computed_once(
+            _table_keys(table_frame)
+            .join(among, identity_hash() == F.col(_IDENTITY_HASH), "left_semi")
             .groupBy(*keys)
             .agg(F.count(F.lit(1)).alias(OCCURRENCES))
             .where(F.col(OCCURRENCES) > 1)
         )
     finally:
-        if held is not None:
-            release(held)
+        if repeated.held is not None:
+            release(repeated.held)
     # Usually few: sent to every task, so the slice is joined where it is. Left to Spark
     # to decide at run time, the slice's own shuffle ran before the choice was made.
-    if repeated.count() <= BROADCAST_REPEATED_MAX:
-        repeated = F.broadcast(repeated)
-    joined = slice_frame.join(repeated, keys, "left")
-    return joined.withColumn(OCCURRENCES, F.when(has_key, F.coalesce(F.col(OCCURRENCES), F.lit(1))))
+    if counts.count() <= BROADCAST_REPEATED_MAX:
+        counts = F.broadcast(counts)
+    joined = slice_frame.join(counts, keys, "left")
+    return joined.withColumn(
+        OCCURRENCES, F.when(_has_key(), F.coalesce(F.col(OCCURRENCES), F.lit(1)))
+    )
 
 
 #: Column of :func:`identity_hash` in :func:`with_occurrences`' intermediate frames.

@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
@@ -48,11 +49,13 @@ from eventlake.quality.config import (
     load_quality_config,
 )
 from eventlake.quality.gx import Validator
-from eventlake.quality.measure import measure_slice, no_rows
+from eventlake.quality.measure import TopicMeasures, measure_slice, no_rows
 from eventlake.quality.plan import (
     CHECKED_COLUMNS,
+    NO_REPEATS,
     PlannedCheck,
     plan_checks,
+    repeated_identities,
     with_occurrences,
     with_topic_columns,
 )
@@ -157,26 +160,44 @@ def _run_checks(
     uniqueness = rules_config.defaults.enabled(CheckName.UNIQUE_SOURCE_ID) or any(
         rules_config.rules_for(t).enabled(CheckName.UNIQUE_SOURCE_ID) for t in configured
     )
-    if uniqueness:
-        # Against the table as of the slice's end, so both sides agree on what exists.
-        table = table_as_of(spark, table_path, events_slice.end_version)
-        events = with_occurrences(events, table, whole=events_slice.after is None)
-    try:
-        named = [request.topic] if request.topic is not None else configured
-        named_rules = {topic: rules_config.rules_for(topic) for topic in named}
+    named = [request.topic] if request.topic is not None else configured
+    named_rules = {topic: rules_config.rules_for(topic) for topic in named}
 
-        def latest_time(rules: TopicRules) -> datetime:
-            return run_time + timedelta(seconds=rules.max_future_skew_seconds)
+    def latest_time(rules: TopicRules) -> datetime:
+        return run_time + timedelta(seconds=rules.max_future_skew_seconds)
 
-        def plan(rules: TopicRules) -> list[PlannedCheck]:
-            return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
+    def plan(rules: TopicRules) -> list[PlannedCheck]:
+        return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
 
+    # Every check of every topic counted in one pass over the slice; GX judges the counts.
+    planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
+    if request.topic is None:
+        planned[None] = plan(rules_config.defaults)
+
+    def measured_slice(events: DataFrame) -> tuple[DataFrame, dict[str, TopicMeasures]]:
         events = with_topic_columns(events, rules_config.defaults, named_rules)
-        # Every check of every topic counted in one pass over the slice; GX judges the counts.
-        planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
-        if request.topic is None:
-            planned[None] = plan(rules_config.defaults)
-        measured = measure_slice(events, planned)
+        return events, measure_slice(events, planned)
+
+    counted = events
+    try:
+        if uniqueness:
+            # Against the table as of the slice's end, so both sides agree on what exists.
+            table = table_as_of(spark, table_path, events_slice.end_version)
+            whole = events_slice.after is None
+            # The repeated identities are looked for while the slice is counted as if none
+            # repeats, the usual case: the two jobs' planning and driver time overlap. When
+            # some repeat, the slice is counted again with them.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                finding = pool.submit(repeated_identities, events, table, whole=whole)
+                counted = with_occurrences(events, table, whole=whole, repeated=NO_REPEATS)
+                counted, measured = measured_slice(counted)
+                repeated = finding.result()
+            if repeated:
+                counted = with_occurrences(events, table, whole=whole, repeated=repeated)
+                counted, measured = measured_slice(counted)
+        else:
+            counted, measured = measured_slice(events)
+        events = counted
         event_counts = {t: m.rows for t, m in measured.items() if m.rows}
         reject_counts = _topic_counts(rejects)
         if request.topic is not None:
@@ -210,5 +231,5 @@ def _run_checks(
         write_results(settings, report, request, (events_slice.end_version, rejects_version))
     finally:
         # The repeated (source, id) keys with_occurrences held.
-        release(events)
+        release(counted)
     return report
