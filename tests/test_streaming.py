@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -204,33 +203,6 @@ def test_no_idle_work_runs_after_a_batch_failed(
 
     assert failed_at
     assert [t for t in idle_calls if t >= failed_at[0]] == []
-
-
-def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
-    # The handlers of a run, without Spark: the first signal asks, the second exits.
-    script = textwrap.dedent(
-        """
-        import os, signal, time
-        from eventlake.streaming import _Stopper
-        stopper = _Stopper("job")
-        with stopper.installed():
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(0.2)
-            print("asked:", stopper.signal_name, flush=True)
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(5)
-            print("still running", flush=True)
-        """
-    )
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, cwd=tmp_path
-    )
-    assert "asked: SIGTERM" in done.stdout
-    assert "stopping at once" in done.stdout
-    assert "still running" not in done.stdout
-    assert done.returncode == 128 + signal.SIGINT
-    assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize("trigger", ["available-now", "processing-time=2 seconds"])

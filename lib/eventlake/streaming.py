@@ -22,17 +22,14 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Final, Protocol
 
 from pyspark.errors import StreamingQueryException
@@ -43,6 +40,7 @@ from eventlake.checkpoint import check_checkpoint_name, claim_checkpoint, hold_c
 from eventlake.ledger import Marks
 from eventlake.offset_log import last_committed_batch, planned_batch
 from eventlake.run_summary import RunSummary
+from eventlake.stop_signals import StopSignals
 
 AVAILABLE_NOW: Final = "available-now"
 PROCESSING_TIME_PREFIX: Final = "processing-time="
@@ -50,7 +48,6 @@ PROCESSING_TIME_PREFIX: Final = "processing-time="
 SPARK_FOLDER: Final = "spark"
 #: How often the runner looks at the query (stop requests, progress lines).
 POLL_SECONDS: Final = 1
-_STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
 def trigger_problem(trigger: str) -> str | None:
@@ -274,43 +271,17 @@ class _StopRequested(RuntimeError):
     """Raised inside a batch that starts after a stop request: nothing written yet."""
 
 
-class _Stopper:
-    """Signal handling of one run: the first signal asks for a stop, the second exits."""
+class _Stopper(StopSignals):
+    """Signal handling of one run (:class:`eventlake.stop_signals.StopSignals`) and the
+    state of its batches."""
 
     def __init__(self, job: str) -> None:
-        self.job = job
-        self.signal_name: str | None = None
+        super().__init__(job, "stopping after the batch in progress")
         self.batch_running = False
         self.abandoned_batch: int | None = None
         #: What ended the last batch that failed in Python (e.g. a lease that stayed
         #: held): Spark hands the run a StreamingQueryException with its traceback as text.
         self.batch_error: Exception | None = None
-
-    def handle(self, signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if self.signal_name is not None:
-            print(f"{self.job}: second signal ({name}): stopping at once", flush=True)
-            os._exit(128 + signum)
-        self.signal_name = name
-        print(
-            f"{self.job}: {name} received: stopping after the batch in progress "
-            "(a second signal stops at once)",
-            flush=True,
-        )
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        # Python lets only the main thread set handlers; a run elsewhere (a test, a
-        # thread of another program) keeps the handlers it has.
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self.handle) for sig in _STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     def guard(
         self, write_batch: Callable[[DataFrame, int], None]

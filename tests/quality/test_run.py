@@ -10,6 +10,9 @@ table written directly. A second ingest + ``--topic`` run shows the incremental 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,6 +28,7 @@ from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
 from eventlake.quality import CheckName, CheckReport, CheckRequest, QualityConfig, run_checks
+from eventlake.quality import run as run_module
 from eventlake.quality.gx import DQ_DOCS
 from eventlake.settings import Settings
 from eventlake.tables import DQ_RESULTS, EVENTS, EVENTS_SCHEMA
@@ -355,6 +359,33 @@ def test_crafted_table_run_exits_1(crafted: CheckReport) -> None:
 def test_crafted_table_without_rejects_table_records_rate_zero(crafted: CheckReport) -> None:
     (result,) = [r for r in crafted.results if r.check is CheckName.REJECTS_RATE]
     assert result.success and result.observed_value.startswith("0.0000")
+
+
+def test_a_stop_signal_cancels_the_checks_spark_job_and_records_nothing(
+    spark: SparkSession, settings: Settings, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = settings.model_copy(update={"warehouse": tmp_path})
+    row = {"id": "a", "source": "/s", "specversion": "1.0", "type": "t", "extensions": {}}
+    row |= {"kafka_topic": "stopped", "kafka_partition": 0, "kafka_offset": 0}
+    spark.createDataFrame(
+        [Row(**{f: row.get(f) for f in EVENTS_SCHEMA.names})], EVENTS_SCHEMA
+    ).write.format("delta").save(str(lake.table_path(EVENTS)))
+    handler = signal.getsignal(signal.SIGINT)
+
+    def counting_interrupted(*_args: Any) -> Any:
+        # A Spark job that runs for a minute unless cancelled, and Ctrl-C a second into it.
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        sleep = "reflect('java.lang.Thread', 'sleep', cast(60000 as bigint))"
+        return spark.range(1).selectExpr(sleep).collect()
+
+    monkeypatch.setattr(run_module, "measure_slice", counting_interrupted)
+    report = run_checks(spark, lake, CheckRequest(full=True), config=QualityConfig())
+
+    assert report.stopped_by == "SIGINT"
+    assert report.exit_code == 0
+    assert report.render().endswith("result: STOPPED")
+    assert not lake.table_path(DQ_RESULTS).exists()
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_check_runs_release_the_slice_they_cache(

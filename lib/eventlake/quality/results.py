@@ -50,6 +50,8 @@ class CheckReport:
     slice_description: str
     results: list[CheckResult] = field(default_factory=list)
     docs_index: str | None = None
+    #: The signal that stopped the run before it recorded anything (None: it ran through).
+    stopped_by: str | None = None
 
     @property
     def failed_errors(self) -> list[CheckResult]:
@@ -83,6 +85,13 @@ class CheckReport:
             for r in self.results
         ]
         lines = [f"check {self.run_id}: {self.slice_description}"]
+        if self.stopped_by is not None:
+            lines.append(
+                f"stopped by {self.stopped_by} before recording its results: dq_results is "
+                "as before, and the next run checks the same rows"
+            )
+            lines.append("result: STOPPED")
+            return "\n".join(lines)
         if cells:
             lines += text_table(header, cells)
         else:

@@ -65,6 +65,7 @@ from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
 from eventlake.spark import local_rows, release
+from eventlake.stop_signals import StopSignals
 from eventlake.tables import (
     DQ_RESULTS,
     REJECTS,
@@ -100,15 +101,36 @@ def run_checks(
     """
     table, rejects = (table_dataset(settings.table_path(n)) for n in (request.table, REJECTS))
     results = table_dataset(settings.table_path(DQ_RESULTS))
-    with job_run(
-        spark, check_job_name(request), inputs=[table, rejects], outputs=[results]
-    ) as lineage:
-        report = _run_checks(spark, settings, request, config)
-        lineage.assertions[table] = [
-            Assertion(r.check.value, r.success, r.severity, r.topic) for r in report.results
-        ]
-        lineage.row_counts[results] = len(report.results)
+    # A stop signal cancels the Spark jobs (from a thread of its own); a run stopped before
+    # Great Expectations judges its counts records nothing: the next run checks the same rows.
+    signals = StopSignals(
+        "check",
+        "cancelling its Spark jobs; a run already judging its checks finishes instead",
+        on_stop=spark.sparkContext.cancelAllJobs,
+    )
+    try:
+        with (
+            signals.installed(),
+            job_run(
+                spark, check_job_name(request), inputs=[table, rejects], outputs=[results]
+            ) as lineage,
+        ):
+            report = _run_checks(spark, settings, request, config, signals)
+            lineage.assertions[table] = [
+                Assertion(r.check.value, r.success, r.severity, r.topic) for r in report.results
+            ]
+            lineage.row_counts[results] = len(report.results)
+    except _CheckStopped as stopped:
+        return stopped.report
     return report
+
+
+class _CheckStopped(Exception):
+    """A stop signal ended the run before it recorded anything (its report says which)."""
+
+    def __init__(self, report: CheckReport) -> None:
+        super().__init__(f"check stopped by {report.stopped_by}")
+        self.report = report
 
 
 def check_job_name(request: CheckRequest) -> str:
@@ -122,7 +144,11 @@ def check_job_name(request: CheckRequest) -> str:
 
 
 def _run_checks(
-    spark: SparkSession, settings: Settings, request: CheckRequest, config: QualityConfig | None
+    spark: SparkSession,
+    settings: Settings,
+    request: CheckRequest,
+    config: QualityConfig | None,
+    signals: StopSignals,
 ) -> CheckReport:
     try:
         rules_config = config or load_quality_config(settings.quality)
@@ -178,6 +204,10 @@ def _run_checks(
         events = with_topic_columns(events, rules_config.defaults, named_rules)
         return events, measure_slice(events, planned)
 
+    def stopped() -> _CheckStopped:
+        report.results, report.stopped_by = [], signals.signal_name
+        return _CheckStopped(report)
+
     counted = events
     try:
         if uniqueness:
@@ -204,6 +234,10 @@ def _run_checks(
             topics = [request.topic]
         else:
             topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
+        if signals.signal_name is not None:
+            # Stopped between Spark jobs: before Great Expectations records anything. A
+            # stop after this point lets the run finish (unless it cancels a sample query).
+            raise stopped()
         if topics:
             validator = Validator.create(settings, run_id, run_time)
             rules = {topic: rules_config.rules_for(topic) for topic in topics}
@@ -229,6 +263,11 @@ def _run_checks(
         rejects_version = rejects_slice.end_version if rejects_slice else -1
         # Last: the versions recorded here are where the next incremental run starts.
         write_results(settings, report, request, (events_slice.end_version, rejects_version))
+    except Exception as error:
+        # A job the stop cancelled fails with Spark's error: the stop is what to report.
+        if signals.signal_name is None or isinstance(error, _CheckStopped):
+            raise
+        raise stopped() from error
     finally:
         # The repeated (source, id) keys with_occurrences held.
         release(counted)

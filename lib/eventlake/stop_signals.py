@@ -1,0 +1,72 @@
+"""How a job stops on SIGTERM or SIGINT: the first signal asks it to stop (recorded,
+announced, and an optional action run on a thread of its own), the second ends the
+process at once. Streams (:mod:`eventlake.streaming`) finish the batch in progress; the
+quality check cancels its Spark jobs and records nothing.
+
+Why the action runs on a thread: Python runs a signal handler on the main thread, which
+may be inside a py4j call to the JVM at that moment; a second py4j call from the handler
+would then be a reentrant call on the same connection. A thread has a connection of its
+own.
+
+Example:
+    >>> signals = StopSignals("check", "cancelling its Spark jobs", on_stop=cancel)
+    >>> with signals.installed():
+    ...     run()
+    >>> signals.signal_name
+    'SIGTERM'
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Final
+
+#: The signals that ask a job to stop.
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopSignals:
+    """Signal handling of one run of ``job``: ``signal_name`` is the first stop signal's
+    name (None: none came); ``stopping`` says what the job does then."""
+
+    def __init__(
+        self, job: str, stopping: str, *, on_stop: Callable[[], None] | None = None
+    ) -> None:
+        self.job = job
+        self.stopping = stopping
+        self.on_stop = on_stop
+        self.signal_name: str | None = None
+
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
+        """The handler of :data:`STOP_SIGNALS` while :meth:`installed`."""
+        name = signal.Signals(signum).name
+        if self.signal_name is not None:
+            print(f"{self.job}: second signal ({name}): stopping at once", flush=True)
+            os._exit(128 + signum)
+        self.signal_name = name
+        print(
+            f"{self.job}: {name} received: {self.stopping} (a second signal stops at once)",
+            flush=True,
+        )
+        if self.on_stop is not None:
+            threading.Thread(target=self.on_stop, name=f"{self.job}-stop", daemon=True).start()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """:meth:`handle` the stop signals within the block, the previous handlers after."""
+        # Python lets only the main thread set handlers; a run elsewhere (a test, a
+        # thread of another program) keeps the handlers it has.
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

@@ -1,0 +1,69 @@
+"""The stop signals of a job (eventlake.stop_signals), in processes of their own: the
+first signal asks, the second ends the process, and the stop's action runs off the main
+thread."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+
+def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=cwd,
+    )
+
+
+def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    done = _run(
+        """
+        import os, signal, time
+        from eventlake.stop_signals import StopSignals
+        signals = StopSignals("job", "stopping after the batch in progress")
+        with signals.installed():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            print("asked:", signals.signal_name, flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            print("still running", flush=True)
+        """,
+        tmp_path,
+    )
+    assert "job: SIGTERM received: stopping after the batch in progress" in done.stdout
+    assert "asked: SIGTERM" in done.stdout
+    assert "stopping at once" in done.stdout
+    assert "still running" not in done.stdout
+    assert done.returncode == 128 + signal.SIGINT
+    assert time.monotonic() - started < 5
+
+
+def test_the_stop_action_runs_once_on_a_thread_of_its_own(tmp_path: Path) -> None:
+    done = _run(
+        """
+        import os, signal, threading, time
+        from eventlake.stop_signals import StopSignals
+        ran = []
+        signals = StopSignals(
+            "check", "cancelling", on_stop=lambda: ran.append(threading.current_thread())
+        )
+        with signals.installed():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+        print("actions:", len(ran), "on main thread:", ran[0] is threading.main_thread())
+        print("handler after:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        """,
+        tmp_path,
+    )
+    assert "actions: 1 on main thread: False" in done.stdout, done.stderr
+    assert "handler after: True" in done.stdout
+    assert done.returncode == 0
