@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -200,3 +202,11 @@ def state_stream(
         for query in spark.streams.active:
             query.stop()
         runner.join(timeout=120)
+
+
+def interrupted_spark_job(spark: SparkSession, *_args: Any, **_kwargs: Any) -> Any:
+    """A Spark job that runs for a minute unless cancelled, and a SIGINT to this process
+    a second into it (Ctrl-C): in place of a job's step, to test how the job stops."""
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    sleep = "reflect('java.lang.Thread', 'sleep', cast(60000 as bigint))"
+    return spark.range(1).selectExpr(sleep).collect()

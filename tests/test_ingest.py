@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 from datetime import datetime
+from functools import partial
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -12,12 +14,13 @@ from pyspark.sql import functions as F
 from eventlake.binding import RejectReason, decode_records
 from eventlake.checkpoint import CheckpointMismatchError
 from eventlake.ingest import BatchResult, IngestError, IngestRequest, land_batch, run_ingest
+from eventlake.ingest import run as ingest_run
 from eventlake.kafka import TopicPatternError, UnknownTopicError, create_topic, make_admin
 from eventlake.ledger import INGEST, Ledger, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
-from tests.helpers import binary_headers, produce_events, read_table
+from tests.helpers import binary_headers, interrupted_spark_job, produce_events, read_table
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
@@ -94,6 +97,30 @@ def test_bounded_replay_of_same_range_adds_nothing(
         r.kafka_offset for r in read_table(spark, warehouse_settings, "events").collect()
     )
     assert offsets == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_bounded_run_stopped_by_a_signal_commits_nothing_and_the_rerun_lands_all(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 10)
+    request = IngestRequest(topics=(topic_name,), ending_offsets="latest")
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        patched.setattr(ingest_run, "land_batch", partial(interrupted_spark_job, spark))
+        stopped = run_ingest(spark, warehouse_settings, request)
+
+    assert (stopped.stopped_by, stopped.records_read) == ("SIGINT", 0)
+    assert "stopped_by=SIGINT" in stopped.line()
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert read_marks(warehouse_settings.table_path(EVENTS), INGEST, [topic_name])[1] == {}
+    rerun = run_ingest(spark, warehouse_settings, request)
+    assert (rerun.stopped_by, rerun.events) == (None, 10)
+    assert read_table(spark, warehouse_settings, "events").count() == 10
 
 
 def test_ingest_and_republish_each_account_for_their_reads_of_a_bad_record(

@@ -24,7 +24,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: The signals that ask a job to stop.
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
@@ -70,3 +73,37 @@ class StopSignals:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+@contextmanager
+def cancelling_spark_jobs(spark: SparkSession, job: str, stopping: str) -> Iterator[StopSignals]:
+    """Within the block, the first stop signal cancels the session's Spark jobs, and the
+    error the block then raises (the cancelled job's, or any other) ends the block
+    quietly: the caller reads ``signal_name`` and reports the stop. For one-shot work
+    whose writes commit at its end, such as a bounded ingest: a cancelled run commits
+    nothing it has not committed already.
+
+    Example:
+        >>> with cancelling_spark_jobs(spark, "ingest", "cancelling its Spark jobs") as signals:
+        ...     land()
+        >>> summary.stopped_by = signals.signal_name
+    """
+    signals = StopSignals(job, stopping, on_stop=lambda: cancel_spark_jobs(spark))
+    with signals.installed():
+        try:
+            yield signals
+        except Exception:
+            if signals.signal_name is None:
+                raise
+
+
+def cancel_spark_jobs(spark: SparkSession) -> None:
+    """Cancel every Spark job of the session, quietly: once a stop is asked for, the
+    cancelled jobs' own log lines (Delta logs a stack trace per aborted write) say
+    nothing the job's stop line does not.
+
+    Example:
+        >>> StopSignals("check", "cancelling", on_stop=lambda: cancel_spark_jobs(spark))
+    """
+    spark.sparkContext.setLogLevel("OFF")
+    spark.sparkContext.cancelAllJobs()

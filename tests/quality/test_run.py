@@ -10,12 +10,11 @@ table written directly. A second ingest + ``--topic`` run shows the incremental 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from eventlake.quality import run as run_module
 from eventlake.quality.gx import DQ_DOCS
 from eventlake.settings import Settings
 from eventlake.tables import DQ_RESULTS, EVENTS, EVENTS_SCHEMA
+from tests.helpers import interrupted_spark_job
 
 RUN = uuid.uuid4().hex[:8]
 GOOD = f"q-good-{RUN}"
@@ -371,14 +371,7 @@ def test_a_stop_signal_cancels_the_checks_spark_job_and_records_nothing(
         [Row(**{f: row.get(f) for f in EVENTS_SCHEMA.names})], EVENTS_SCHEMA
     ).write.format("delta").save(str(lake.table_path(EVENTS)))
     handler = signal.getsignal(signal.SIGINT)
-
-    def counting_interrupted(*_args: Any) -> Any:
-        # A Spark job that runs for a minute unless cancelled, and Ctrl-C a second into it.
-        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-        sleep = "reflect('java.lang.Thread', 'sleep', cast(60000 as bigint))"
-        return spark.range(1).selectExpr(sleep).collect()
-
-    monkeypatch.setattr(run_module, "measure_slice", counting_interrupted)
+    monkeypatch.setattr(run_module, "measure_slice", partial(interrupted_spark_job, spark))
     report = run_checks(spark, lake, CheckRequest(full=True), config=QualityConfig())
 
     assert report.stopped_by == "SIGINT"

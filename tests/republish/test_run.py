@@ -11,9 +11,11 @@ run the configurations over the broker again.
 from __future__ import annotations
 
 import json
+import signal
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish
 from eventlake.settings import Settings
 from eventlake.tables import state_path
-from tests.helpers import read_table, read_topic
+from tests.helpers import interrupted_spark_job, read_table, read_topic
 from tests.republish.corpus import SDK_EVENTS, SOURCE_RECORDS, Headers, ce_headers
 from tests.test_partitioner import java_partition
 
@@ -489,6 +491,32 @@ def test_replayed_batch_writes_rejects_once_and_kafka_records_again(
     replay = run_republish(spark, run_settings, request)
     assert replay.rejected == 2
     assert read_table(spark, run_settings, "rejects").count() == 2
+    assert len(read_topic(spark, settings, request.target)) == len(SOURCE_RECORDS) - 2
+
+
+def test_a_bounded_run_stopped_by_a_signal_commits_nothing_and_the_rerun_sends_all(
+    spark: SparkSession,
+    settings: Settings,
+    source: Source,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_settings = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
+    request = RepublishRequest(
+        source=source.topic,
+        target=f"{source.topic}-stopped",
+        key_mapper="partitionkey",
+        ending_offsets="latest",
+    )
+    handler = signal.getsignal(signal.SIGINT)
+    with monkeypatch.context() as patched:
+        patched.setattr(run_module, "_send", partial(interrupted_spark_job, spark))
+        stopped = run_republish(spark, run_settings, request)
+
+    assert (stopped.stopped_by, stopped.records_read) == ("SIGINT", 0)
+    assert signal.getsignal(signal.SIGINT) is handler
+    rerun = run_republish(spark, run_settings, request)
+    assert (rerun.stopped_by, rerun.republished) == (None, len(SOURCE_RECORDS) - 2)
     assert len(read_topic(spark, settings, request.target)) == len(SOURCE_RECORDS) - 2
 
 

@@ -49,6 +49,7 @@ from eventlake.ranges import (
 )
 from eventlake.settings import Settings
 from eventlake.state import StateChange, StateMarks, apply_state, reconcile_state
+from eventlake.stop_signals import StopSignals, cancelling_spark_jobs
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -414,9 +415,34 @@ def _run_bounded(
 ) -> IngestSummary:
     """One batch from the ledger's marks (where there are none: ``--starting-offsets``)
     up to ``--ending-offsets``: a backfill or full refresh adds only what is missing."""
+    summary = IngestSummary()
+    # Each piece commits at its end: a stop cancels the piece in progress (its files stay
+    # uncommitted) and the next run lands it.
+    with cancelling_spark_jobs(
+        spark, "ingest", "cancelling the bounded run's Spark jobs; what it committed stays"
+    ) as signals:
+        _land_range(spark, settings, request, ledger, summary, signals)
+    if signals.signal_name is not None:
+        summary.stopped_by = signals.signal_name
+        print(
+            f"ingest: stopped by {signals.signal_name}; the next run lands what this one "
+            "did not commit",
+            flush=True,
+        )
+    return summary
+
+
+def _land_range(
+    spark: SparkSession,
+    settings: Settings,
+    request: IngestRequest,
+    ledger: Ledger,
+    summary: IngestSummary,
+    signals: StopSignals,
+) -> None:
+    """The bounded run's range landed into ``summary``, piece by piece until a stop."""
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
-    summary = IngestSummary()
     partitions = partition_counts(settings, request.topics, pattern=request.topic_pattern)
     if not partitions:
         raise IngestError(f"No topic to read: {request.source_description} matches none.")
@@ -436,7 +462,7 @@ def _run_bounded(
                 "up to the ending offsets",
                 flush=True,
             )
-            return summary
+            return
         # --dedup holds each batch decoded on local disk: a long range lands in pieces.
         pieces = (
             split_range(starts, ends, settings.dedup_batch_records)
@@ -445,6 +471,8 @@ def _run_bounded(
         )
         options = kafka_reader_options(settings, request)
         for number, (piece_starts, piece_ends) in enumerate(pieces, 1):
+            if signals.signal_name is not None:
+                return
             records = read_range(spark, options, piece_starts, piece_ends)
             result = land_batch(
                 spark,
@@ -464,4 +492,3 @@ def _run_bounded(
                 summary.warnings.append(warning)
             if len(pieces) > 1:
                 print(f"ingest: bounded run, piece {number} of {len(pieces)} done", flush=True)
-    return summary

@@ -65,7 +65,7 @@ from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.settings import Settings
 from eventlake.spark import local_rows, release
-from eventlake.stop_signals import StopSignals
+from eventlake.stop_signals import StopSignals, cancel_spark_jobs
 from eventlake.tables import (
     DQ_RESULTS,
     REJECTS,
@@ -106,7 +106,7 @@ def run_checks(
     signals = StopSignals(
         "check",
         "cancelling its Spark jobs; a run already judging its checks finishes instead",
-        on_stop=spark.sparkContext.cancelAllJobs,
+        on_stop=lambda: cancel_spark_jobs(spark),
     )
     try:
         with (

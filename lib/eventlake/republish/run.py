@@ -67,6 +67,7 @@ from eventlake.republish.plan import (
 from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
+from eventlake.stop_signals import cancelling_spark_jobs
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -359,9 +360,27 @@ def _send(
 
 
 def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
+    summary = run.summary()
+    # The marks commit after the records are sent: a stop cancels the send in progress, and
+    # the next run sends the range again (the Kafka sink is at least once).
+    with cancelling_spark_jobs(
+        spark, "republish", "cancelling the bounded run's Spark jobs; what it committed stays"
+    ) as signals:
+        _send_range(spark, run, summary)
+    if signals.signal_name is not None:
+        summary.stopped_by = signals.signal_name
+        print(
+            f"republish: stopped by {signals.signal_name}; the next run sends what this one "
+            "did not commit",
+            flush=True,
+        )
+    return summary
+
+
+def _send_range(spark: SparkSession, run: _Run, summary: RepublishSummary) -> None:
+    """The bounded run's range sent and its marks committed, counted into ``summary``."""
     request = run.request
     ledger = Ledger(spark)
-    summary = run.summary()
     partitions = partition_counts(run.settings, [request.source])
     with ledger.leases(run.settings.warehouse, [_lease(request)], job="republish (bounded)"):
         sent = ledger.marks(run.rejects_path, republish_job(request.target), [request.source])
@@ -378,7 +397,6 @@ def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
                 "the ending offsets",
                 flush=True,
             )
-            return summary
+            return
         records = read_range(spark, kafka_reader_options(run.settings, request), starts, ends)
         summary.add_batch(_send(spark, run, ledger, records, ends, starts, "bounded run"))
-    return summary
