@@ -54,7 +54,7 @@ def test_the_stop_action_runs_once_on_a_thread_of_its_own(tmp_path: Path) -> Non
         from eventlake.stop_signals import StopSignals
         ran = []
         signals = StopSignals(
-            "check", "cancelling", on_stop=lambda: ran.append(threading.current_thread())
+            "check", "cancelling", on_stop=lambda _: ran.append(threading.current_thread())
         )
         with signals.installed():
             os.kill(os.getpid(), signal.SIGINT)

@@ -377,8 +377,12 @@ def build_spark_session(
                 "connection's password). The driver's log says which."
             ) from error
         raise
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(SESSION_LOG_LEVEL)
     return spark
+
+
+#: The log level of eventlake's Spark sessions (Spark's own INFO lines are for debugging).
+SESSION_LOG_LEVEL: Final = "WARN"
 
 
 @contextmanager

@@ -38,12 +38,14 @@ class StopSignals:
     name (None: none came); ``stopping`` says what the job does then."""
 
     def __init__(
-        self, job: str, stopping: str, *, on_stop: Callable[[], None] | None = None
+        self, job: str, stopping: str, *, on_stop: Callable[[StopSignals], None] | None = None
     ) -> None:
         self.job = job
         self.stopping = stopping
         self.on_stop = on_stop
         self.signal_name: str | None = None
+        #: Set when :meth:`installed` ends: an ``on_stop`` that repeats itself stops then.
+        self.finished = threading.Event()
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         """The handler of :data:`STOP_SIGNALS` while :meth:`installed`."""
@@ -57,7 +59,9 @@ class StopSignals:
             flush=True,
         )
         if self.on_stop is not None:
-            threading.Thread(target=self.on_stop, name=f"{self.job}-stop", daemon=True).start()
+            threading.Thread(
+                target=self.on_stop, args=(self,), name=f"{self.job}-stop", daemon=True
+            ).start()
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -65,12 +69,16 @@ class StopSignals:
         # Python lets only the main thread set handlers; a run elsewhere (a test, a
         # thread of another program) keeps the handlers it has.
         if threading.current_thread() is not threading.main_thread():
-            yield
+            try:
+                yield
+            finally:
+                self.finished.set()
             return
         previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
         try:
             yield
         finally:
+            self.finished.set()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
@@ -88,7 +96,7 @@ def cancelling_spark_jobs(spark: SparkSession, job: str, stopping: str) -> Itera
         ...     land()
         >>> summary.stopped_by = signals.signal_name
     """
-    signals = StopSignals(job, stopping, on_stop=lambda: cancel_spark_jobs(spark))
+    signals = StopSignals(job, stopping, on_stop=cancel_spark_jobs(spark))
     with signals.installed():
         try:
             yield signals
@@ -97,13 +105,31 @@ def cancelling_spark_jobs(spark: SparkSession, job: str, stopping: str) -> Itera
                 raise
 
 
-def cancel_spark_jobs(spark: SparkSession) -> None:
-    """Cancel every Spark job of the session, quietly: once a stop is asked for, the
-    cancelled jobs' own log lines (Delta logs a stack trace per aborted write) say
-    nothing the job's stop line does not.
+def cancel_spark_jobs(spark: SparkSession) -> Callable[[StopSignals], None]:
+    """A stop action that cancels every Spark job of the session, then again every
+    :data:`CANCEL_EVERY_SECONDS` until the run's signal handling ends: a job the run
+    starts after the stop (the signal came between two) is cancelled too. Quietly: once
+    a stop is asked for, the cancelled jobs' own log lines (Delta logs a stack trace per
+    aborted write) say nothing the job's stop line does not.
 
     Example:
-        >>> StopSignals("check", "cancelling", on_stop=lambda: cancel_spark_jobs(spark))
+        >>> StopSignals("check", "cancelling its Spark jobs", on_stop=cancel_spark_jobs(spark))
     """
-    spark.sparkContext.setLogLevel("OFF")
-    spark.sparkContext.cancelAllJobs()
+
+    def cancel(signals: StopSignals) -> None:
+        from eventlake.spark import SESSION_LOG_LEVEL
+
+        spark.sparkContext.setLogLevel("OFF")
+        while True:
+            spark.sparkContext.cancelAllJobs()
+            if signals.finished.wait(CANCEL_EVERY_SECONDS):
+                # The run is over: a session that goes on (a test, a library caller) logs
+                # as before.
+                spark.sparkContext.setLogLevel(SESSION_LOG_LEVEL)
+                return
+
+    return cancel
+
+
+#: How often a stopped run's Spark jobs are cancelled again.
+CANCEL_EVERY_SECONDS: Final = 0.5

@@ -124,10 +124,14 @@ def run_job(
     request: RequestT,
     *,
     work: DriverWork = DriverWork.GENERAL,
+    after_stop: str | None = None,
 ) -> ResultT:
     """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``;
     ``work``: what the driver does (:class:`eventlake.driver_work.DriverWork`), which
-    sizes its memory and JVM.
+    sizes its memory and JVM. With ``after_stop`` (what a stopped run leaves, and what
+    to do), SIGTERM or SIGINT cancels the job's Spark jobs, and the command says so and
+    exits 0 (:func:`eventlake.stop_signals.cancelling_spark_jobs`); jobs that handle the
+    signals themselves (streams) pass none.
 
     Example:
         >>> run_job(settings, "eventlake-reconcile", reconcile_state, "customers").line()
@@ -135,9 +139,16 @@ def run_job(
     """
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
     from eventlake.spark import build_spark_session
+    from eventlake.stop_signals import cancelling_spark_jobs
 
     spark = build_spark_session(settings, app_name=app_name, work=work)
-    return job(spark, settings, request)
+    if after_stop is None:
+        return job(spark, settings, request)
+    name = app_name.removeprefix("eventlake-")
+    with cancelling_spark_jobs(spark, name, "cancelling its Spark jobs") as signals:
+        return job(spark, settings, request)
+    typer.echo(f"{name}: stopped by {signals.signal_name}; {after_stop}")
+    raise typer.Exit(0)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -201,7 +201,13 @@ def reconcile(
 
     settings = job_settings(bootstrap_servers, warehouse)
     with refused(*_kafka_job_refusals()):
-        report = run_job(settings, "eventlake-reconcile", reconcile_state, topic)
+        report = run_job(
+            settings,
+            "eventlake-reconcile",
+            reconcile_state,
+            topic,
+            after_stop="what it committed stays; run it again to finish the rebuild",
+        )
     typer.echo(report.line())
 
 
@@ -253,7 +259,13 @@ def maintain(
     settings = job_settings(bootstrap_servers, warehouse)
     each_step_printed = partial(run_maintenance, report=typer.echo)
     with refused(*SETUP_ERRORS):
-        summary = run_job(settings, "eventlake-maintenance", each_step_printed, request)
+        summary = run_job(
+            settings,
+            "eventlake-maintenance",
+            each_step_printed,
+            request,
+            after_stop="the steps it finished stay; run it again for the rest",
+        )
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)

@@ -101,12 +101,12 @@ def run_checks(
     """
     table, rejects = (table_dataset(settings.table_path(n)) for n in (request.table, REJECTS))
     results = table_dataset(settings.table_path(DQ_RESULTS))
-    # A stop signal cancels the Spark jobs (from a thread of its own); a run stopped before
-    # Great Expectations judges its counts records nothing: the next run checks the same rows.
+    # A stop signal cancels the Spark jobs (from a thread of its own) and the run records
+    # nothing: the next run checks the same rows.
     signals = StopSignals(
         "check",
-        "cancelling its Spark jobs; a run already judging its checks finishes instead",
-        on_stop=lambda: cancel_spark_jobs(spark),
+        "cancelling its Spark jobs; a stopped run records nothing in dq_results",
+        on_stop=cancel_spark_jobs(spark),
     )
     try:
         with (
@@ -235,8 +235,7 @@ def _run_checks(
         else:
             topics = sorted(set(event_counts) | set(reject_counts) | set(configured))
         if signals.signal_name is not None:
-            # Stopped between Spark jobs: before Great Expectations records anything. A
-            # stop after this point lets the run finish (unless it cancels a sample query).
+            # Stopped between Spark jobs: before Great Expectations records anything.
             raise stopped()
         if topics:
             validator = Validator.create(settings, run_id, run_time)
@@ -261,6 +260,8 @@ def _run_checks(
             report.results.sort(key=lambda r: r.topic)
             report.docs_index = validator.build_docs()
         rejects_version = rejects_slice.end_version if rejects_slice else -1
+        if signals.signal_name is not None:
+            raise stopped()
         # Last: the versions recorded here are where the next incremental run starts.
         write_results(settings, report, request, (events_slice.end_version, rejects_version))
     except Exception as error:
