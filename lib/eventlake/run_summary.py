@@ -33,7 +33,7 @@ class RunSummary:
     rejects_by_reason: Counter[str] = field(default_factory=Counter)
     batches: int = 0
     seconds: float = 0.0
-    #: The signal that stopped a streaming run (None: it ended on its own).
+    #: The signal that stopped the run (None: it ended on its own).
     stopped_by: str | None = None
 
     @property

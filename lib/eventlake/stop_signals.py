@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from eventlake.run_summary import RunSummary
+
 #: The signals that ask a job to stop.
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
@@ -133,3 +135,27 @@ def cancel_spark_jobs(spark: SparkSession) -> Callable[[StopSignals], None]:
 
 #: How often a stopped run's Spark jobs are cancelled again.
 CANCEL_EVERY_SECONDS: Final = 0.5
+
+
+def run_bounded(
+    spark: SparkSession,
+    job: str,
+    summary: RunSummary,
+    work: Callable[[StopSignals], None],
+    *,
+    next_run: str,
+) -> None:
+    """Run a bounded run's ``work`` (its reads, writes and commits, counted into
+    ``summary``) with :func:`cancelling_spark_jobs`; a stop sets ``summary.stopped_by``
+    and prints what the next run does (``next_run``).
+
+    Example:
+        >>> run_bounded(spark, "ingest", summary, land_range, next_run="lands the rest")
+    """
+    with cancelling_spark_jobs(
+        spark, job, "cancelling the bounded run's Spark jobs; what it committed stays"
+    ) as signals:
+        work(signals)
+    if signals.signal_name is not None:
+        summary.stopped_by = signals.signal_name
+        print(f"{job}: stopped by {signals.signal_name}; the next run {next_run}", flush=True)

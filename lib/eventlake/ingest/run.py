@@ -49,7 +49,7 @@ from eventlake.ranges import (
 )
 from eventlake.settings import Settings
 from eventlake.state import StateChange, StateMarks, apply_state, reconcile_state
-from eventlake.stop_signals import StopSignals, cancelling_spark_jobs
+from eventlake.stop_signals import StopSignals, run_bounded
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -418,17 +418,8 @@ def _run_bounded(
     summary = IngestSummary()
     # Each piece commits at its end: a stop cancels the piece in progress (its files stay
     # uncommitted) and the next run lands it.
-    with cancelling_spark_jobs(
-        spark, "ingest", "cancelling the bounded run's Spark jobs; what it committed stays"
-    ) as signals:
-        _land_range(spark, settings, request, ledger, summary, signals)
-    if signals.signal_name is not None:
-        summary.stopped_by = signals.signal_name
-        print(
-            f"ingest: stopped by {signals.signal_name}; the next run lands what this one "
-            "did not commit",
-            flush=True,
-        )
+    land = partial(_land_range, spark, settings, request, ledger, summary)
+    run_bounded(spark, "ingest", summary, land, next_run="lands what this one did not commit")
     return summary
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -67,7 +68,7 @@ from eventlake.republish.plan import (
 from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
-from eventlake.stop_signals import cancelling_spark_jobs
+from eventlake.stop_signals import StopSignals, run_bounded
 from eventlake.streaming import (
     AVAILABLE_NOW,
     ClaimedCheckpoint,
@@ -363,21 +364,14 @@ def _run_bounded(spark: SparkSession, run: _Run) -> RepublishSummary:
     summary = run.summary()
     # The marks commit after the records are sent: a stop cancels the send in progress, and
     # the next run sends the range again (the Kafka sink is at least once).
-    with cancelling_spark_jobs(
-        spark, "republish", "cancelling the bounded run's Spark jobs; what it committed stays"
-    ) as signals:
-        _send_range(spark, run, summary)
-    if signals.signal_name is not None:
-        summary.stopped_by = signals.signal_name
-        print(
-            f"republish: stopped by {signals.signal_name}; the next run sends what this one "
-            "did not commit",
-            flush=True,
-        )
+    send = partial(_send_range, spark, run, summary)
+    run_bounded(spark, "republish", summary, send, next_run="sends what this one did not commit")
     return summary
 
 
-def _send_range(spark: SparkSession, run: _Run, summary: RepublishSummary) -> None:
+def _send_range(
+    spark: SparkSession, run: _Run, summary: RepublishSummary, _signals: StopSignals
+) -> None:
     """The bounded run's range sent and its marks committed, counted into ``summary``."""
     request = run.request
     ledger = Ledger(spark)
