@@ -139,16 +139,35 @@ def run_job(
     """
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
     from eventlake.spark import build_spark_session
-    from eventlake.stop_signals import cancelling_spark_jobs
 
     spark = build_spark_session(settings, app_name=app_name, work=work)
     if after_stop is None:
         return job(spark, settings, request)
-    name = app_name.removeprefix("eventlake-")
-    with cancelling_spark_jobs(spark, name, "cancelling its Spark jobs") as signals:
+    with stopped_with_a_line(spark, app_name.removeprefix("eventlake-"), after_stop):
         return job(spark, settings, request)
-    typer.echo(f"{name}: stopped by {signals.signal_name}; {after_stop}")
-    raise typer.Exit(0)
+    raise AssertionError("stopped_with_a_line exits when it ends the block early")
+
+
+@contextmanager
+def stopped_with_a_line(spark: SparkSession, name: str, after_stop: str) -> Iterator[None]:
+    """Within the block, SIGTERM or SIGINT cancels the command's Spark jobs
+    (:func:`eventlake.stop_signals.cancelling_spark_jobs`); a block they end prints
+    ``<name>: stopped by <signal>; <after_stop>`` and the command exits 0. A block that
+    finishes anyway (the signal came after its last Spark job) goes on as usual.
+
+    Example:
+        >>> with stopped_with_a_line(spark, "query", "nothing was changed"):
+        ...     text = run_query(spark, sql)
+    """
+    from eventlake.stop_signals import cancelling_spark_jobs
+
+    finished = False
+    with cancelling_spark_jobs(spark, name, "cancelling its Spark jobs") as signals:
+        yield
+        finished = True
+    if not finished:
+        typer.echo(f"{name}: stopped by {signals.signal_name}; {after_stop}")
+        raise typer.Exit(0)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

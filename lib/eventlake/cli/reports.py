@@ -19,6 +19,7 @@ from eventlake.cli.common import (
     fail,
     job_settings,
     refused,
+    stopped_with_a_line,
 )
 
 if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
@@ -100,12 +101,13 @@ def types_command(
     with refused(*SETUP_ERRORS):
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
-    infos = event_types(
-        spark,
-        events,
-        sample_hours=settings.type_sample_hours,
-        fetch_dataschemas=settings.fetch_dataschemas,
-    )
+    with stopped_with_a_line(spark, "types", "nothing was saved; run it again"):
+        infos = event_types(
+            spark,
+            events,
+            sample_hours=settings.type_sample_hours,
+            fetch_dataschemas=settings.fetch_dataschemas,
+        )
     save_columns(fields_path(settings.warehouse), {info.type: info.columns for info in infos})
     if as_json:
         typer.echo(json.dumps([info.to_json() for info in infos], indent=2))
@@ -164,7 +166,7 @@ def query(
     names = register_tables(spark, settings)
     if not names:
         fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
-    with refused(QueryError):
+    with refused(QueryError), stopped_with_a_line(spark, "query", "it changed nothing"):
         text = run_query(spark, sql, output_format=output_format, limit=limit)
     typer.echo(text)
 
