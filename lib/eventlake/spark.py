@@ -156,6 +156,8 @@ def cluster_conf(settings: Settings) -> dict[str, str]:
     return conf
 
 
+#: The log level of eventlake's Spark sessions (Spark's own INFO lines are for debugging).
+SESSION_LOG_LEVEL: Final = "WARN"
 #: The throughput collector suits a batch's short-lived garbage, on any machine.
 DRIVER_GC: Final = "-XX:+UseParallelGC"
 #: The JDK keeps, per thread, the temporary direct buffer of its largest socket read
@@ -379,10 +381,6 @@ def build_spark_session(
         raise
     spark.sparkContext.setLogLevel(SESSION_LOG_LEVEL)
     return spark
-
-
-#: The log level of eventlake's Spark sessions (Spark's own INFO lines are for debugging).
-SESSION_LOG_LEVEL: Final = "WARN"
 
 
 @contextmanager

@@ -195,7 +195,7 @@ def ingest(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
     return summary.events
 
 
-def _jvm_cpu_seconds() -> float:
+def jvm_cpu_seconds() -> float:
     """CPU seconds (user + system, every thread: tasks, JIT, GC) of this process's JVMs."""
     import psutil
 
@@ -221,9 +221,9 @@ def decode(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
     records = cached.count()
 
     def cpu_of(frame: Any) -> float:
-        before = _jvm_cpu_seconds()
+        before = jvm_cpu_seconds()
         frame.write.format("noop").mode("overwrite").save()
-        return _jvm_cpu_seconds() - before
+        return jvm_cpu_seconds() - before
 
     scan = cached.select("value", "headers")
     decoded = decode_records(cached)

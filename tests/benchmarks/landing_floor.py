@@ -43,7 +43,7 @@ from eventlake.local.settings import load_local_settings
 from eventlake.spark import build_spark_session
 from eventlake.text_table import text_table
 from tests.benchmarks.bench import RESULTS, bench_records, fill_topic, new_run_id
-from tests.benchmarks.bench_job import _jvm_cpu_seconds
+from tests.benchmarks.bench_job import jvm_cpu_seconds
 
 #: The passes, in the order each round runs them.
 PASSES: tuple[str, ...] = (
@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             passes = _passes(cached, Path(scratch))
             for round_ in range(args.rounds + 1):
                 for name, run in passes.items():
-                    started, cpu_before = time.perf_counter(), _jvm_cpu_seconds()
+                    started, cpu_before = time.perf_counter(), jvm_cpu_seconds()
                     run()
                     if round_:  # the first round warms the JIT up
                         wall[name].append(time.perf_counter() - started)
-                        cpu[name].append(_jvm_cpu_seconds() - cpu_before)
+                        cpu[name].append(jvm_cpu_seconds() - cpu_before)
                 print(f"landing_floor: round {round_} of {args.rounds} done", flush=True)
         cached.unpersist()
     finally:
