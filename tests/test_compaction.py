@@ -13,8 +13,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
+import eventlake.compaction as compaction_module
 from eventlake.cli import app
-from eventlake.compaction import check_compaction
+from eventlake.compaction import CompactionReport, check_compaction
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka import Record, create_topic, produce_all
 from eventlake.local.broker import LocalBroker
@@ -22,7 +23,7 @@ from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.state import reconcile_state
 from eventlake.tables import state_path
-from tests.helpers import binary_headers
+from tests.helpers import binary_headers, interrupted_spark_job
 
 # Small segments and a tiny dirty ratio make the log cleaner run within seconds; the
 # tombstone retention of 1 s lets it drop tombstones soon after.
@@ -209,3 +210,46 @@ def test_compaction_check_refuses_a_missing_topic_in_a_sentence(
     assert result.exit_code == 2, result.output
     assert f"Topic '{topic_name}' does not exist on Kafka" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("first_at_risk", "exit_code"), [(False, 0), (True, 4)])
+def test_a_stopped_compaction_check_prints_what_it_checked_and_exits_by_it(
+    broker: LocalBroker,
+    spark: SparkSession,
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first_at_risk: bool,
+    exit_code: int,
+) -> None:
+    first, second = (f"stop-check-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for name in (first, second):
+        create_topic(settings, name)
+    checked = CompactionReport(first, "compact", 1000, 0, {0: 0}, {0: 0}, at_risk=first_at_risk)
+    checked.message = f"{first}: checked here"
+
+    def check_then_stop(session: SparkSession, _settings: Settings, topic: str) -> object:
+        # The first topic's report, then SIGINT a second into the second topic's job.
+        return checked if topic == first else interrupted_spark_job(session)
+
+    monkeypatch.setattr(compaction_module, "check_compaction", check_then_stop)
+    arguments = ["compaction-check", "--topic", first, "--topic", second]
+
+    result = CliRunner().invoke(
+        app,
+        [
+            *arguments,
+            "--warehouse",
+            str(tmp_path),
+            "--bootstrap-servers",
+            settings.bootstrap_servers,
+        ],
+    )
+
+    assert result.exit_code == exit_code, result.output
+    lines = result.output.rstrip().splitlines()
+    assert f"{first}: checked here" in lines
+    assert lines[-1] == (
+        "compaction-check: stopped by SIGINT; the topics printed above were checked, the "
+        "others not; run it again for them"
+    )

@@ -146,3 +146,17 @@ def test_a_topic_pattern_in_java_only_syntax_is_accepted(spark: SparkSession) ->
         re.compile(pattern)
 
     require_topic_pattern(spark, pattern)
+
+
+def test_a_client_keeps_librdkafkas_log_lines_off_the_terminal(
+    settings: Settings, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from confluent_kafka import KafkaException
+
+    unreachable = settings.model_copy(update={"bootstrap_servers": "127.0.0.1:9"})
+
+    with pytest.raises(KafkaException):
+        make_admin(unreachable).list_topics(timeout=2)
+
+    # librdkafka's own thread would print "%3|...|FAIL|..." per connection attempt.
+    assert "|FAIL|" not in capfd.readouterr().err

@@ -22,7 +22,7 @@ from eventlake.query import (
 )
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS_SCHEMA, ensure_table, state_path
-from tests.helpers import binary_headers
+from tests.helpers import binary_headers, interrupted_spark_job
 
 
 def _tables(spark: SparkSession, settings: LocalSettings) -> None:
@@ -132,3 +132,26 @@ def test_eventlake_views_prints_one_statement_per_view(
         if line.startswith("CREATE OR REPLACE TEMPORARY VIEW")
     ]
     assert created == ["events", "events_unique", "type_com_example_created", "state_orders_v1"]
+
+
+def test_eventlake_views_stopped_by_a_signal_prints_a_line_and_no_statement(
+    spark: SparkSession, warehouse_settings: LocalSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import eventlake.query as query_module
+    from eventlake.cli import app
+
+    _tables(spark, warehouse_settings)
+    # SIGINT a second into the Spark job that would find the views.
+    monkeypatch.setattr(
+        query_module, "view_statements", lambda session, _settings: interrupted_spark_job(session)
+    )
+
+    result = CliRunner().invoke(app, ["views", "--warehouse", str(warehouse_settings.warehouse)])
+
+    assert result.exit_code == 0, result.output
+    assert "CREATE" not in result.output
+    assert result.output.rstrip().endswith(
+        "views: stopped by SIGINT; nothing was printed; run it again"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from eventlake.checkpoint import hold_checkpoint
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic
+from eventlake.kafka import create_topic, delete_topics, make_admin
 from eventlake.local.broker import LocalBroker
 from eventlake.settings import Settings
 from eventlake.spark import local_rows
@@ -20,6 +21,7 @@ from eventlake.state import record_compaction_risk
 from eventlake.status import (
     CheckpointStatus,
     WarehouseStatus,
+    absent_topic_line,
     checkpoint_statuses,
     streams_reading,
     warehouse_status,
@@ -265,3 +267,20 @@ def test_a_report_narrowed_to_a_topic_no_checkpoint_reads_says_so() -> None:
 
     assert narrowed.startswith("no checkpoint reads ordres: check the name")
     assert everything.startswith("no checkpoints: nothing has been ingested")
+
+
+def test_status_says_when_a_topic_it_landed_is_no_longer_on_kafka(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    _ingested(spark, warehouse_settings, topic_name, 4)
+    delete_topics(warehouse_settings, [topic_name])
+    deadline = time.monotonic() + 30
+    while topic_name in make_admin(warehouse_settings).list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, "the broker kept the deleted topic"
+        time.sleep(0.2)
+
+    report = warehouse_status(warehouse_settings)
+
+    assert report.kafka_error is None and report.absent_topics == (topic_name,)
+    assert sum(p.current_offset or 0 for p in report.checkpoints[0].positions) == 4
+    assert f"  {absent_topic_line(topic_name)}" in report.render().splitlines()

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import make_admin
+from eventlake.kafka import client_options, make_admin
 from eventlake.ledger import STATE, read_caught_up, read_marks, topic_marks
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk, recorded_compaction_risk
@@ -87,7 +87,7 @@ def first_records(
     """
     if not offsets:
         return {}
-    options = settings.kafka_client_options() | {
+    options = client_options(settings) | {
         "group.id": f"eventlake-compaction-check-{uuid.uuid4().hex}",
         "enable.auto.commit": False,
     }

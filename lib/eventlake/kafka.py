@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,24 @@ from eventlake.spark import session_conf
 TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
 _TOPIC_NAME: Final = re.compile(TOPIC_NAME_PATTERN)
 _RESERVED_TOPIC_NAMES: Final = frozenset({".", ".."})
+
+
+#: Where librdkafka's own log lines go: Python's logging, served when a client polls
+#: (an admin client never does), not raw ``%3|...|FAIL|...`` lines on the terminal of a
+#: command that already says in a sentence what went wrong (``eventlake status`` with
+#: the broker down printed one per reconnect).
+CLIENT_LOG: Final = logging.getLogger("eventlake.kafka.client")
+
+
+def client_options(settings: Settings, **options: Any) -> dict[str, Any]:
+    """librdkafka options for a confluent-kafka client: the settings' (credentials
+    included), the client's log lines into :data:`CLIENT_LOG`, then ``options``.
+
+    Example:
+        >>> client_options(load_settings(), **{"group.id": "g"})["group.id"]
+        'g'
+    """
+    return settings.kafka_client_options() | {"logger": CLIENT_LOG} | options
 
 
 class InvalidTopicNameError(ValueError):
@@ -67,10 +86,8 @@ JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
 
 def make_producer(settings: Settings, **options: Any) -> Producer:
     """A confluent-kafka producer that partitions keys like the Java client."""
-    config = settings.kafka_client_options()
-    config.update({"partitioner": JAVA_COMPATIBLE_PARTITIONER, "linger.ms": 20})
-    config.update(options)
-    return Producer(config)
+    java_like = {"partitioner": JAVA_COMPATIBLE_PARTITIONER, "linger.ms": 20}
+    return Producer(client_options(settings) | java_like | options)
 
 
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]
@@ -128,7 +145,7 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
     from confluent_kafka import KafkaException
 
     errors: list[str] = []
-    config = settings.kafka_client_options()
+    config = client_options(settings)
     config["error_cb"] = lambda error: errors.append(str(error))
     config["log_level"] = 0  # this probe reports what went wrong itself
     admin = AdminClient(config)
@@ -294,7 +311,7 @@ def connection_lost_error(
 
 def make_admin(settings: Settings) -> AdminClient:
     """An admin client on the configured cluster."""
-    return AdminClient(settings.kafka_client_options())
+    return AdminClient(client_options(settings))
 
 
 def partition_counts(

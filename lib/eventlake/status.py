@@ -139,6 +139,8 @@ class WarehouseStatus:
     quality: dict[str, QualityVerdict] = field(default_factory=dict)
     #: The topics the report was narrowed to (``--topic``); empty: every checkpoint.
     topics: tuple[str, ...] = ()
+    #: Topics a checkpoint names that Kafka, when it answered, does not have (deleted).
+    absent_topics: tuple[str, ...] = ()
 
     def render(self, now: datetime | None = None) -> str:
         """Readable lines: one heading and one offsets table per checkpoint."""
@@ -175,6 +177,11 @@ class WarehouseStatus:
                     "  " + line
                     for line in text_table(header + (["state-offset"] if with_state else []), rows)
                 ]
+            lines += [
+                f"  {absent_topic_line(topic)}"
+                for topic in status.listed_topics()
+                if topic in self.absent_topics
+            ]
             lines.append("")
         if self.kafka_error:
             lines.append(f"Kafka did not answer ({self.kafka_error}): log end offsets unknown.")
@@ -216,6 +223,7 @@ class WarehouseStatus:
             ],
             "compaction_risks": self.compaction_risks,
             "kafka_error": self.kafka_error,
+            "absent_topics": list(self.absent_topics),
             "quality": {topic: v.to_json() for topic, v in self.quality.items()},
         }
 
@@ -242,9 +250,14 @@ def warehouse_status(
     latest: dict[str, dict[int, int]] = {}
     if ask_kafka:
         try:
-            latest = _latest_offsets(settings, statuses, topics, kafka_timeout)
+            on_kafka, latest = _latest_offsets(settings, statuses, topics, kafka_timeout)
         except Exception as error:
             report.kafka_error = str(error).splitlines()[0][:200]
+        else:
+            named = {t for status in statuses for t in status.listed_topics()}
+            report.absent_topics = tuple(
+                sorted(t for t in named - on_kafka if not topics or t in topics)
+            )
     report.checkpoints = [_with_positions(settings, status, latest, topics) for status in statuses]
     return report
 
@@ -360,10 +373,24 @@ def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[s
     return risks
 
 
+def absent_topic_line(topic: str) -> str:
+    """What the report says of a topic a checkpoint names that Kafka does not have.
+
+    Example:
+        >>> absent_topic_line("orders")
+        'orders is not on Kafka (deleted?): its log end offset and lag are unknown; ...'
+    """
+    return (
+        f"{topic} is not on Kafka (deleted?): its log end offset and lag are unknown; "
+        "what landed from it stays in the tables"
+    )
+
+
 def _latest_offsets(
     settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...], timeout: float
-) -> dict[str, dict[int, int]]:
-    """Kafka's end offset of every partition of every topic the checkpoints read."""
+) -> tuple[set[str], dict[str, dict[int, int]]]:
+    """The topics on Kafka, and Kafka's end offset of every partition of every topic the
+    checkpoints read."""
     from eventlake.compaction import topic_offsets
     from eventlake.kafka import make_admin
 
@@ -375,7 +402,10 @@ def _latest_offsets(
         and any(status.reads(topic) for status in statuses)
         and (not topics or topic in topics)
     }
-    return {topic: topic_offsets(settings, topic, timeout=timeout)[1] for topic in sorted(wanted)}
+    offsets = {
+        topic: topic_offsets(settings, topic, timeout=timeout)[1] for topic in sorted(wanted)
+    }
+    return set(listed), offsets
 
 
 def _with_positions(

@@ -222,9 +222,12 @@ def _verdict(verdict: dict[str, Any]) -> str:
 
 
 def _problems(report: dict[str, Any]) -> list[str]:
+    from eventlake.status import absent_topic_line
+
     lines = [f"{c['name']}: {c['problem']}" for c in report["checkpoints"] if c["problem"]]
     if report["kafka_error"]:
         lines.append(f"Kafka did not answer ({report['kafka_error']}): log end offsets unknown.")
+    lines += [absent_topic_line(topic) for topic in report.get("absent_topics", ())]
     return lines
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from eventlake.status import absent_topic_line
 from eventlake.status_page import render_page, status_app, topic_rows
 
 
@@ -34,6 +35,7 @@ def _report(**changes: Any) -> dict[str, Any]:
         "checkpoints": [checkpoint],
         "compaction_risks": {"orders": {"found_at": "2026-11-24T05:00:00+00:00"}},
         "kafka_error": None,
+        "absent_topics": [],
         "quality": {
             "orders": {"verdict": "failed", "run_id": "r", "run_time": None, "checks": 3}
             | {"failed_errors": 1, "failed_warnings": 1}
@@ -60,6 +62,12 @@ def test_an_unknown_log_end_makes_the_lag_unknown_not_zero() -> None:
 
     assert (row.lag, row.landed) == ("?", "20 / ?")
     assert "Kafka did not answer (timed out)" in render_page(report | {"kafka_error": "timed out"})
+
+
+def test_the_page_says_which_topic_is_no_longer_on_kafka() -> None:
+    page = render_page(_report(absent_topics=["orders"]))
+
+    assert absent_topic_line("orders") in page
 
 
 def test_every_value_is_escaped() -> None:
