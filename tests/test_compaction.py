@@ -225,8 +225,16 @@ def test_a_stopped_compaction_check_prints_what_it_checked_and_exits_by_it(
     first, second = (f"stop-check-{uuid.uuid4().hex[:8]}" for _ in range(2))
     for name in (first, second):
         create_topic(settings, name)
-    checked = CompactionReport(first, "compact", 1000, 0, {0: 0}, {0: 0}, at_risk=first_at_risk)
-    checked.message = f"{first}: checked here"
+    checked = CompactionReport(
+        first,
+        "compact",
+        1000,
+        0,
+        {0: 0},
+        {0: 0},
+        at_risk=first_at_risk,
+        message=f"{first}: checked",
+    )
 
     def check_then_stop(session: SparkSession, _settings: Settings, topic: str) -> object:
         # The first topic's report, then SIGINT a second into the second topic's job.
@@ -248,7 +256,7 @@ def test_a_stopped_compaction_check_prints_what_it_checked_and_exits_by_it(
 
     assert result.exit_code == exit_code, result.output
     lines = result.output.rstrip().splitlines()
-    assert f"{first}: checked here" in lines
+    assert f"{first}: checked" in lines
     assert lines[-1] == (
         "compaction-check: stopped by SIGINT; the topics printed above were checked, the "
         "others not; run it again for them"
