@@ -12,9 +12,11 @@ from eventlake.kafka import (
     UnknownTopicError,
     check_topic_name,
     create_topic,
+    end_offsets,
     is_topic_name,
     kafka_source_options,
     make_admin,
+    make_producer,
     producer_options,
     require_topic_pattern,
     require_topics,
@@ -160,3 +162,20 @@ def test_a_client_keeps_librdkafkas_log_lines_off_the_terminal(
 
     # librdkafka's own thread would print "%3|...|FAIL|..." per connection attempt.
     assert "|FAIL|" not in capfd.readouterr().err
+
+
+def test_end_offsets_answers_for_every_partition_of_every_topic_asked(
+    broker: LocalBroker, settings: Settings, topic_name: str
+) -> None:
+    other = f"{topic_name}-b"
+    create_topic(settings, topic_name, partitions=2)
+    create_topic(settings, other)
+    producer = make_producer(settings)
+    for topic, partition in ((topic_name, 0), (topic_name, 0), (topic_name, 0), (topic_name, 1)):
+        producer.produce(topic, value=b"x", partition=partition)
+    producer.produce(other, value=b"y", partition=0)
+    assert producer.flush(30) == 0
+
+    found = end_offsets(make_admin(settings), {topic_name: [0, 1], other: [0]})
+
+    assert found == {topic_name: {0: 3, 1: 1}, other: {0: 1}}

@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.settings import Settings
@@ -312,6 +312,31 @@ def connection_lost_error(
 def make_admin(settings: Settings) -> AdminClient:
     """An admin client on the configured cluster."""
     return AdminClient(client_options(settings))
+
+
+def end_offsets(
+    admin: AdminClient, partitions: Mapping[str, Iterable[int]], timeout: float = 30.0
+) -> dict[str, dict[int, int]]:
+    """Kafka's end offset of each of ``partitions`` (topic -> partition numbers), asked in
+    one request, however many topics.
+
+    Example:
+        >>> admin = make_admin(settings)
+        >>> listed = admin.list_topics(timeout=10).topics
+        >>> end_offsets(admin, {"orders": listed["orders"].partitions})
+        {'orders': {0: 1200, 1: 1180}}
+    """
+    request = {
+        TopicPartition(topic, partition): OffsetSpec.latest()
+        for topic, numbers in partitions.items()
+        for partition in numbers
+    }
+    found: dict[str, dict[int, int]] = {topic: {} for topic in partitions}
+    if not request:
+        return found
+    for tp, future in admin.list_offsets(request, request_timeout=timeout).items():
+        found[tp.topic][tp.partition] = future.result(timeout=timeout).offset
+    return found
 
 
 def partition_counts(

@@ -391,21 +391,19 @@ def _latest_offsets(
 ) -> tuple[set[str], dict[str, dict[int, int]]]:
     """The topics on Kafka, and Kafka's end offset of every partition of every topic the
     checkpoints read."""
-    from eventlake.compaction import topic_offsets
-    from eventlake.kafka import make_admin
+    from eventlake.kafka import end_offsets, make_admin
 
-    listed = make_admin(settings).list_topics(timeout=timeout).topics
+    # One client, one metadata request and one offsets request, however many topics.
+    admin = make_admin(settings)
+    listed = admin.list_topics(timeout=timeout).topics
     wanted = {
-        topic
-        for topic in listed
+        topic: listed[topic].partitions
+        for topic in sorted(listed)
         if not topic.startswith("__")
         and any(status.reads(topic) for status in statuses)
         and (not topics or topic in topics)
     }
-    offsets = {
-        topic: topic_offsets(settings, topic, timeout=timeout)[1] for topic in sorted(wanted)
-    }
-    return set(listed), offsets
+    return set(listed), end_offsets(admin, wanted, timeout=timeout)
 
 
 def _with_positions(

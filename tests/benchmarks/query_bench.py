@@ -18,9 +18,11 @@ and two floors no query beats (:data:`FLOORS`): a query Delta answers by skippin
 file, and the count of (b)'s slice.
 
 (a) reads no data, so both of its ways are the same SQL: the figure is there for the
-layout comparison (issue 35 item 4), which this run does not make. Each figure is the
-median of the repeats, the results of both ways are checked equal, and the table's size
-on disk is reported. Results: ``results/query-bench-<time>.json`` and ``.md``.
+layout comparison (issue 35 item 4, :func:`compare_layouts`): (a) and (b) on the events
+table as ingest lays it out and on copies laid out for the (type, time) filters in files
+of about ``--layout-file-mb`` (:data:`LAYOUTS`). Each figure is the median of the
+repeats, the results of every way are checked equal, and the table's size on disk is
+reported. Results: ``results/query-bench-<time>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -144,60 +146,75 @@ LAYOUT_QUERIES: Final = {
 }
 
 
-def compare_layouts(spark: Any, warehouse: Path, repeats: int) -> dict[str, Any]:
-    """Issue 35 item 4's measurement: the events table as ingest lays it out against a
-    copy with Delta liquid clustering on (type, time), OPTIMIZEd; (a) and (b) on both."""
-    plain = f"delta.`{warehouse / 'events'}`"
-    clustered = f"delta.`{warehouse / 'events_clustered'}`"
+#: The layouts compared with ingest's (issue 35 item 4), each a copy of the events table
+#: in files of about ``--layout-file-mb``: small enough that a day of one type is a few
+#: files, so that the comparison measures files skipped, not row groups.
+LAYOUTS: Final = {
+    "clustered": "CLUSTER BY (type, time) + OPTIMIZE",
+    "sorted": "range-sorted by (type, time)",
+}
+
+
+def compare_layouts(spark: Any, warehouse: Path, repeats: int, file_mb: int = 8) -> dict[str, Any]:
+    """Issue 35 item 4's measurement: the events table as ingest lays it out against
+    copies in files of about ``file_mb`` MB laid out for the (type, time) filters
+    (:data:`LAYOUTS`): Delta liquid clustering OPTIMIZEd with that file size, and the
+    rows range-partitioned and sorted by (type, time). (a) and (b) on each, interleaved."""
     from delta.tables import DeltaTable
 
-    began = time.monotonic()
     rows = spark.read.format("delta").load(str(warehouse / "events"))
-    (
-        DeltaTable.createIfNotExists(spark)
-        .location(str(warehouse / "events_clustered"))
-        .addColumns(rows.schema)
-        .clusterBy("type", "time")
-        .execute()
-    )
-    rows.write.format("delta").mode("append").save(str(warehouse / "events_clustered"))
-    copy_seconds = time.monotonic() - began
-    began = time.monotonic()
-    spark.sql(f"OPTIMIZE {clustered}")
-    optimize_seconds = time.monotonic() - began
-    figures: dict[str, Any] = {
-        "clustered_copy_seconds": round(copy_seconds, 1),
-        "optimize_seconds": round(optimize_seconds, 1),
-        "files": {
-            name: spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
-            for name, table in (("plain", plain), ("clustered", clustered))
-        },
-        "bytes": {
-            "plain": folder_bytes(warehouse / "events"),
-            "clustered": folder_bytes(warehouse / "events_clustered"),
-        },
-        "queries": {},
+    size = folder_bytes(warehouse / "events")
+    files = max(1, round(size / (file_mb * 1024 * 1024)))
+    figures: dict[str, Any] = {"file_mb": file_mb, "seconds_to_lay_out": {}, "queries": {}}
+    tables = {"plain": f"delta.`{warehouse / 'events'}`"}
+    for layout in LAYOUTS:
+        path = str(warehouse / f"events_{layout}")
+        began = time.monotonic()
+        if layout == "clustered":
+            (
+                DeltaTable.createIfNotExists(spark)
+                .location(path)
+                .addColumns(rows.schema)
+                .clusterBy("type", "time")
+                .execute()
+            )
+            rows.write.format("delta").mode("append").save(path)
+            spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(file_mb << 20))
+            spark.sql(f"OPTIMIZE delta.`{path}`")
+            spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+        else:
+            (
+                rows.repartitionByRange(files, "type", "time")
+                .sortWithinPartitions("type", "time")
+                .write.format("delta")
+                .save(path)
+            )
+        figures["seconds_to_lay_out"][layout] = round(time.monotonic() - began, 1)
+        tables[layout] = f"delta.`{path}`"
+    figures["files"] = {
+        name: spark.sql(f"DESCRIBE DETAIL {table}").first()["numFiles"]
+        for name, table in tables.items()
     }
     for name, sql in LAYOUT_QUERIES.items():
-        times: dict[str, list[float]] = {"plain": [], "clustered": []}
+        times: dict[str, list[float]] = {layout: [] for layout in tables}
         answers: dict[str, Any] = {}
         for repeat in range(repeats):
-            order = ("plain", "clustered") if repeat % 2 == 0 else ("clustered", "plain")
+            order = list(tables) if repeat % 2 == 0 else list(tables)[::-1]
             for layout in order:
-                table = plain if layout == "plain" else clustered
                 began = time.monotonic()
                 answers[layout] = sorted(
-                    tuple(r) for r in spark.sql(sql.format(table=table)).collect()
+                    tuple(r) for r in spark.sql(sql.format(table=tables[layout])).collect()
                 )
                 times[layout].append(time.monotonic() - began)
-        p, c = statistics.median(times["plain"]), statistics.median(times["clustered"])
+        medians = {layout: statistics.median(t) for layout, t in times.items()}
         figures["queries"][name] = {
-            "plain_seconds": round(p, 2),
-            "clustered_seconds": round(c, 2),
-            "speedup": round(p / c, 2),
-            "same_answer": answers["plain"] == answers["clustered"],
+            **{f"{layout}_seconds": round(m, 2) for layout, m in medians.items()},
+            "same_answer": all(a == answers["plain"] for a in answers.values()),
         }
-        print(f"layout {name}: plain {p:.2f} s, clustered {c:.2f} s", flush=True)
+        print(
+            f"layout {name}: " + ", ".join(f"{k} {m:.2f} s" for k, m in medians.items()),
+            flush=True,
+        )
     return figures
 
 
@@ -214,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         "--no-layout", dest="layout", action="store_false", help="skip the layout comparison"
     )
     parser.add_argument(
+        "--layout-file-mb",
+        type=int,
+        default=8,
+        help="file size of the layouts compared with ingest's (default 8)",
+    )
+    parser.add_argument(
         "--layout-only",
         type=Path,
         help="only the layout comparison, on this warehouse of an earlier run (kept)",
@@ -224,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         spark = build_spark_session(
             settings.model_copy(update={"warehouse": args.layout_only}), app_name="layout-bench"
         )
-        figures = compare_layouts(spark, args.layout_only.resolve(), args.repeats)
+        figures = compare_layouts(
+            spark, args.layout_only.resolve(), args.repeats, args.layout_file_mb
+        )
         print(json.dumps(figures, indent=2))
         return 0
     LocalBroker(settings).start()
@@ -282,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "floors": {name: round(statistics.median(v), 2) for name, v in floors.items()},
     }
     if args.layout:
-        results["layout"] = compare_layouts(spark, warehouse, args.repeats)
+        results["layout"] = compare_layouts(spark, warehouse, args.repeats, args.layout_file_mb)
     for name in QUERIES:
         old, new = (statistics.median(seconds[name][w]) for w in ("old", "new"))
         results["queries"][name] = {
@@ -320,30 +345,24 @@ def main(argv: list[str] | None = None) -> int:
         "floors (s): " + ", ".join(f"{name} {value}" for name, value in results["floors"].items()),
     ]
     layout = results.get("layout")
-    lines += (
-        []
-        if layout is None
-        else [
+    if layout is not None:
+        names = ["plain", *LAYOUTS]
+        lines += [
             "",
-            "| layout query | as ingest lays it out (s) | CLUSTER BY (type, time) + OPTIMIZE (s) "
-            "| speed-up | same answer |",
-            "|---|---|---|---|---|",
-        ]
-    )
-    for name, figures in ({} if layout is None else layout["queries"]).items():
-        lines.append(
-            f"| {name} | {figures['plain_seconds']} | {figures['clustered_seconds']} | "
-            f"{figures['speedup']} | {figures['same_answer']} |"
-        )
-    lines += (
-        []
-        if layout is None
-        else [
+            f"Layouts (files of about {layout['file_mb']} MB; the new way on each):",
             "",
-            f"clustered copy {layout['clustered_copy_seconds']} s, OPTIMIZE "
-            f"{layout['optimize_seconds']} s; files {layout['files']}; bytes {layout['bytes']}",
+            "| layout query | as ingest lays it out (s) | "
+            + " | ".join(f"{LAYOUTS[n]} (s)" for n in LAYOUTS)
+            + " | same answer |",
+            "|---|---|" + "---|" * len(LAYOUTS) + "---|",
         ]
-    )
+        for name, figures in layout["queries"].items():
+            cells = " | ".join(str(figures[f"{n}_seconds"]) for n in names)
+            lines.append(f"| {name} | {cells} | {figures['same_answer']} |")
+        lines += [
+            "",
+            f"files {layout['files']}; seconds to lay out {layout['seconds_to_lay_out']}",
+        ]
     (out / f"query-bench-{run_id}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
