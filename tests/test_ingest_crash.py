@@ -103,7 +103,7 @@ def test_sigkill_twice_then_complete_with_dedup_lands_each_record_once_and_each_
     topic_name: str,
     tmp_path: Path,
 ) -> None:
-    """--dedup holds each batch decoded on local disk between its passes: a kill loses
+    """--dedup holds each batch's records on local disk between its passes: a kill loses
     that, and the rerun decides again against what the table holds."""
     run_settings = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
     create_topic(run_settings, topic_name, partitions=2)

@@ -229,7 +229,7 @@ class Settings(BaseSettings):
         ge=1,
         description="Records one --dedup batch reads at most (a bounded run lands its range "
         "in batches of about this many, a stream reads at most this many per micro-batch): "
-        "--dedup holds its batch decoded on Spark's local disk, ~3 KB per 1 KB record.",
+        "--dedup holds its batch's Kafka records on Spark's local disk, about their size.",
     )
     type_sample_hours: float = Field(
         default=1.0,

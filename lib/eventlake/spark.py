@@ -454,7 +454,7 @@ def computed_once(rows: DataFrame, *, on_disk: bool = False) -> DataFrame:
     A local checkpoint, not ``persist``: building Spark's columnar cache of a batch of
     ~1 KB events cost more than the batch's decode (GC of the growing column buffers),
     and a checkpointed plan is a plain scan that Delta can plan again as it likes.
-    ``on_disk`` is for rows larger than the driver's memory (a whole decoded batch): they
+    ``on_disk`` is for rows larger than the driver's memory (a whole batch): they
     are written once as serialized blocks, and the JVM's heap does not hold them.
 
     Example:

@@ -148,20 +148,21 @@ def _land(
     replay = any(rejects_marks.get(k, 0) > events_marks.get(k, 0) for k in ends)
     missing = only_missing(records, events_marks, starts, **_KAFKA_ROW)
     # --dedup reads the whole batch three times (the duplicates' identities, the events,
-    # the rejects): it is read from Kafka and decoded once, and held on local disk.
-    # Its oldest Kafka time, counted in that pass, bounds the events it is checked against.
-    decoded, oldest = None, Observation()
+    # the rejects): it is read from Kafka once and held on local disk as Kafka gave it,
+    # and each pass decodes what it needs from there (held decoded, each row is ~3 times
+    # as large, and every pass reads every byte of it). Its oldest Kafka time, counted
+    # in that pass, bounds the events it is checked against.
+    held, oldest = None, Observation()
     if dedup_horizon is not None:
-        decoded = computed_once(
-            decode_records(missing).observe(oldest, F.min("kafka_timestamp").alias("oldest")),
-            on_disk=True,
+        held = computed_once(
+            missing.observe(oldest, F.min("timestamp").alias("oldest")), on_disk=True
         )
     verdicts = None
     if dedup_horizon is not None or replay:
-        since = None if decoded is None else observed_values(oldest).get("oldest")
+        since = None if held is None else observed_values(oldest).get("oldest")
         verdicts = _verdicts(
             spark,
-            decoded,
+            held,
             since,
             events_path,
             rejects_path,
@@ -177,9 +178,7 @@ def _land(
             events = to_events(decode_records(missing, seen))
         else:
             reasons = INGEST_REASONS
-            decided = _apply_verdicts(
-                decode_records(missing) if decoded is None else decoded, verdicts
-            )
+            decided = _apply_verdicts(decode_records(missing if held is None else held), verdicts)
             events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
         pending_events = ledger.write(events_path, events)
         result.counts = reason_counts(seen, reasons)
@@ -199,11 +198,14 @@ def _land(
                     decode_records(again, data=False), seen_again, (DUPLICATE_EVENT,)
                 )
             else:
-                # The held batch, with the verdicts: they hold every reject of the batch
-                # (the decoder's and the duplicates).
-                assert decoded is not None
+                # The held batch's rows that have a verdict: the verdicts hold every
+                # reject of the batch (the decoder's and the duplicates), so only those
+                # rows are decoded again.
+                assert held is not None
                 rows = observe_decoded(
-                    _apply_verdicts(decoded, verdicts).where(unlanded(rejects_marks)),
+                    _apply_verdicts(
+                        decode_records(_with_a_verdict(held, verdicts), data=False), verdicts
+                    ).where(unlanded(rejects_marks)),
                     seen_again,
                     (DUPLICATE_EVENT,),
                 )
@@ -221,17 +223,17 @@ def _land(
         )
         return result
     finally:
-        # The verdicts (and --dedup's decoded batch) are held for both passes; free them
-        # now, not at the JVM's GC.
+        # The verdicts (and --dedup's batch) are held for both passes; free them now, not
+        # at the JVM's GC.
         if verdicts is not None:
             release(verdicts)
-        if decoded is not None:
-            release(decoded)
+        if held is not None:
+            release(held)
 
 
 def _verdicts(
     spark: SparkSession,
-    decoded: DataFrame | None,
+    held: DataFrame | None,
     since: datetime | None,
     events_path: str,
     rejects_path: str,
@@ -245,8 +247,8 @@ def _verdicts(
 
     * with ``dedup_horizon``, every reject at or above the rejects marks: the decoder's,
       and the duplicates (:func:`eventlake.duplicates.mark_duplicates`, against the events
-      table at one version), found in a pass over the narrow columns of ``decoded`` (the
-      batch's unlanded records, decoded and held; ``since``: their oldest Kafka time);
+      table at one version), found in a pass over the attributes decoded from ``held``
+      (the batch's unlanded Kafka rows, held; ``since``: their oldest Kafka time);
     * on a ``replay``, every row between the events and the rejects ``marks`` (the
       batch's own rows that the first attempt's rejects commit landed) that ``rejects``
       holds, with the reason the first attempt gave it; a row there that it does not hold
@@ -257,8 +259,8 @@ def _verdicts(
     events_marks, rejects_marks = marks
     parts: list[DataFrame] = []
     if dedup_horizon is not None:
-        assert decoded is not None, "--dedup decides from the held, decoded batch"
-        narrow = decoded.select(
+        assert held is not None, "--dedup decides from the held batch"
+        narrow = decode_records(held, data=False, data_json=False).select(
             *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
         )
         landed = None
@@ -286,6 +288,14 @@ def _verdicts(
         )
     verdicts = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     return computed_once(verdicts)
+
+
+def _with_a_verdict(records: DataFrame, verdicts: DataFrame) -> DataFrame:
+    """The Kafka rows ``records`` that have a verdict; a semi-join against the small,
+    broadcast verdicts."""
+    pairs = zip(_KAFKA_ROW, KAFKA_COORDINATES, strict=True)
+    coordinates = verdicts.select(*[F.col(column).alias(raw) for raw, column in pairs])
+    return records.join(F.broadcast(coordinates), list(_KAFKA_ROW), "left_semi")
 
 
 def _apply_verdicts(decoded: DataFrame, verdicts: DataFrame) -> DataFrame:

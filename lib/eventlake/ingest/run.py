@@ -104,7 +104,7 @@ def ingest_job_name(request: IngestRequest) -> str:
 def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     started = time.monotonic()
     if request.dedup and not request.bounded:
-        # --dedup holds each batch decoded on local disk: bound what one batch reads.
+        # --dedup holds each batch's records on local disk: bound what one batch reads.
         bound = min(
             settings.max_offsets_per_trigger or settings.dedup_batch_records,
             settings.dedup_batch_records,
@@ -454,7 +454,7 @@ def _land_range(
                 flush=True,
             )
             return
-        # --dedup holds each batch decoded on local disk: a long range lands in pieces.
+        # --dedup holds each batch's records on local disk: a long range lands in pieces.
         pieces = (
             split_range(starts, ends, settings.dedup_batch_records)
             if request.dedup
