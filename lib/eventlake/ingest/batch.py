@@ -178,8 +178,7 @@ def _land(
             events = to_events(decode_records(missing, seen))
         else:
             reasons = INGEST_REASONS
-            decided = _apply_verdicts(decode_records(missing if held is None else held), verdicts)
-            events = to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
+            events = decided_events(missing if held is None else held, verdicts, seen)
         pending_events = ledger.write(events_path, events)
         result.counts = reason_counts(seen, reasons)
         result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
@@ -260,21 +259,11 @@ def _verdicts(
     parts: list[DataFrame] = []
     if dedup_horizon is not None:
         assert held is not None, "--dedup decides from the held batch"
-        narrow = decode_records(held, data=False, data_json=False).select(
-            *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
-        )
         landed = None
         version = landed_version(events_path)
         if version is not None and since is not None:
             landed = landed_identities(spark, events_path, version, since - dedup_horizon)
-        marked = mark_duplicates(narrow, landed, dedup_horizon)
-        parts.append(
-            marked.where(F.col("reject_reason").isNotNull() & unlanded(rejects_marks)).select(
-                *KAFKA_COORDINATES,
-                F.col("reject_reason").alias("_verdict_reason"),
-                F.col("reject_detail").alias("_verdict_detail"),
-            )
-        )
+        parts.append(duplicate_verdicts(held, landed, dedup_horizon, rejects_marks))
     if replay:
         parts.append(
             spark.read.format("delta")
@@ -288,6 +277,46 @@ def _verdicts(
         )
     verdicts = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     return computed_once(verdicts)
+
+
+def duplicate_verdicts(
+    records: DataFrame, landed: DataFrame | None, horizon: timedelta, rejects_marks: Marks
+) -> DataFrame:
+    """--dedup's verdicts on Kafka rows ``records``: every reject at or above
+    ``rejects_marks``, the decoder's and the repeats of a ``(source, id)`` in the batch or
+    in ``landed`` within ``horizon`` (:func:`eventlake.duplicates.mark_duplicates`), as
+    coordinates, ``_verdict_reason`` and ``_verdict_detail``.
+
+    Decoded without the data and its VARIANT, and without the decoder's own barrier: no
+    filter goes below the window per ``(source, id)``, so the decoder runs once per row.
+
+    Example:
+        >>> duplicate_verdicts(held, landed, timedelta(days=7), {("orders", 0): 120}).count()
+        12
+    """
+    narrow = decode_records(records, data=False, data_json=False, barrier=False).select(
+        *KAFKA_COORDINATES, "kafka_timestamp", "source", "id", "reject_reason", "reject_detail"
+    )
+    marked = mark_duplicates(narrow, landed, horizon)
+    return marked.where(F.col("reject_reason").isNotNull() & unlanded(rejects_marks)).select(
+        *KAFKA_COORDINATES,
+        F.col("reject_reason").alias("_verdict_reason"),
+        F.col("reject_detail").alias("_verdict_detail"),
+    )
+
+
+def decided_events(records: DataFrame, verdicts: DataFrame, seen: Observation) -> DataFrame:
+    """The events of Kafka rows ``records`` once the ``verdicts`` (:func:`_verdicts`)
+    are applied, every row counted by reason into ``seen``, ``duplicate_event`` included.
+
+    The observation keeps the events' filter above the decoder, so the decoder needs no
+    barrier of its own (which would copy every row once more).
+
+    Example:
+        >>> pending = ledger.write(events_path, decided_events(held, verdicts, seen))
+    """
+    decided = _apply_verdicts(decode_records(records, barrier=False), verdicts)
+    return to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
 
 
 def _with_a_verdict(records: DataFrame, verdicts: DataFrame) -> DataFrame:
