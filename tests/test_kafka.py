@@ -12,9 +12,9 @@ from eventlake.kafka import (
     UnknownTopicError,
     check_topic_name,
     create_topic,
-    end_offsets,
     is_topic_name,
     kafka_source_options,
+    log_offsets,
     make_admin,
     make_producer,
     producer_options,
@@ -164,7 +164,7 @@ def test_a_client_keeps_librdkafkas_log_lines_off_the_terminal(
     assert "|FAIL|" not in capfd.readouterr().err
 
 
-def test_end_offsets_answers_for_every_partition_of_every_topic_asked(
+def test_log_offsets_answer_for_every_partition_of_every_topic_asked(
     broker: LocalBroker, settings: Settings, topic_name: str
 ) -> None:
     other = f"{topic_name}-b"
@@ -176,6 +176,8 @@ def test_end_offsets_answers_for_every_partition_of_every_topic_asked(
     producer.produce(other, value=b"y", partition=0)
     assert producer.flush(30) == 0
 
-    found = end_offsets(make_admin(settings), {topic_name: [0, 1], other: [0]})
+    admin = make_admin(settings)
+    asked = {topic_name: [0, 1], other: [0]}
 
-    assert found == {topic_name: {0: 3, 1: 1}, other: {0: 1}}
+    assert log_offsets(admin, asked) == {topic_name: {0: 3, 1: 1}, other: {0: 1}}
+    assert log_offsets(admin, asked, start=True) == {topic_name: {0: 0, 1: 0}, other: {0: 0}}

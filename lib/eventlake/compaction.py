@@ -24,10 +24,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
+from confluent_kafka.admin import ConfigResource, ResourceType
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import client_options, make_admin
+from eventlake.kafka import client_options, log_offsets, make_admin
 from eventlake.ledger import STATE, read_caught_up, read_marks, topic_marks
 from eventlake.settings import Settings
 from eventlake.state import record_compaction_risk, recorded_compaction_risk
@@ -66,13 +66,9 @@ def topic_offsets(
 ) -> tuple[dict[int, int], dict[int, int]]:
     """(log start offsets, end offsets) per partition."""
     admin = make_admin(settings)
-    partitions = admin.list_topics(topic, timeout=timeout).topics[topic].partitions
-    result: list[dict[int, int]] = []
-    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
-        request = {TopicPartition(topic, p): spec for p in partitions}
-        futures = admin.list_offsets(request, request_timeout=timeout)
-        result.append({tp.partition: f.result(timeout=timeout).offset for tp, f in futures.items()})
-    return result[0], result[1]
+    partitions = {topic: admin.list_topics(topic, timeout=timeout).topics[topic].partitions}
+    starts = log_offsets(admin, partitions, start=True, timeout=timeout)[topic]
+    return starts, log_offsets(admin, partitions, timeout=timeout)[topic]
 
 
 def first_records(

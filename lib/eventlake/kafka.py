@@ -314,20 +314,25 @@ def make_admin(settings: Settings) -> AdminClient:
     return AdminClient(client_options(settings))
 
 
-def end_offsets(
-    admin: AdminClient, partitions: Mapping[str, Iterable[int]], timeout: float = 30.0
+def log_offsets(
+    admin: AdminClient,
+    partitions: Mapping[str, Iterable[int]],
+    *,
+    start: bool = False,
+    timeout: float = 30.0,
 ) -> dict[str, dict[int, int]]:
-    """Kafka's end offset of each of ``partitions`` (topic -> partition numbers), asked in
-    one request, however many topics.
+    """Kafka's end offset (``start``: log start offset) of each of ``partitions`` (topic ->
+    partition numbers), asked in one request, however many topics.
 
     Example:
         >>> admin = make_admin(settings)
         >>> listed = admin.list_topics(timeout=10).topics
-        >>> end_offsets(admin, {"orders": listed["orders"].partitions})
+        >>> log_offsets(admin, {"orders": listed["orders"].partitions})
         {'orders': {0: 1200, 1: 1180}}
     """
+    spec = OffsetSpec.earliest() if start else OffsetSpec.latest()
     request = {
-        TopicPartition(topic, partition): OffsetSpec.latest()
+        TopicPartition(topic, partition): spec
         for topic, numbers in partitions.items()
         for partition in numbers
     }

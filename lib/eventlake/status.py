@@ -391,7 +391,7 @@ def _latest_offsets(
 ) -> tuple[set[str], dict[str, dict[int, int]]]:
     """The topics on Kafka, and Kafka's end offset of every partition of every topic the
     checkpoints read."""
-    from eventlake.kafka import end_offsets, make_admin
+    from eventlake.kafka import log_offsets, make_admin
 
     # One client, one metadata request and one offsets request, however many topics.
     admin = make_admin(settings)
@@ -403,7 +403,7 @@ def _latest_offsets(
         and any(status.reads(topic) for status in statuses)
         and (not topics or topic in topics)
     }
-    return set(listed), end_offsets(admin, wanted, timeout=timeout)
+    return set(listed), log_offsets(admin, wanted, timeout=timeout)
 
 
 def _with_positions(
