@@ -11,6 +11,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 from delta.tables import DeltaTable
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -74,6 +75,29 @@ def test_session_gets_jars_by_path_not_by_download(spark: SparkSession) -> None:
     assert conf.get("spark.jars.packages", None) is None
     jars = conf.get("spark.jars")
     assert jars is not None and "spark-sql-kafka-0-10_2.13" in jars and "delta-spark_4.1" in jars
+
+
+def test_every_logger_the_log_config_quiets_is_a_class_of_the_driver(
+    spark: SparkSession, settings: Settings
+) -> None:
+    # A logger named after a class that an upgrade moved quiets nothing: Spark 4.1 moved
+    # ResolveWriteToStream into ...streaming.runtime, and its warning came back on every stream.
+    lines = settings.log_config.read_text().splitlines()
+    names = [
+        line.split("=", 1)[1].strip()
+        for line in lines
+        if line.startswith("logger.") and line.split("=", 1)[0].strip().endswith(".name")
+    ]
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    missing = []
+    for name in names:
+        try:
+            loader.loadClass(name)
+        except Py4JJavaError:
+            missing.append(name)
+
+    assert names
+    assert not missing, f"{settings.log_config} names classes the driver does not have: {missing}"
 
 
 def test_missing_jars_folder_says_what_to_run(settings: Settings, tmp_path: Path) -> None:
