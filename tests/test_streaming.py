@@ -4,6 +4,7 @@ progress lines, and the trigger check."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import psutil
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
@@ -31,7 +33,11 @@ from tests.helpers import produce_events, read_table
 STOP_SECONDS = 60
 
 
-def _job_process(settings: Settings, *arguments: str) -> subprocess.Popen[str]:
+def _job_process(
+    settings: Settings, *arguments: str, own_group: bool = False
+) -> subprocess.Popen[str]:
+    """The eventlake CLI as a stream; ``own_group``: in a process group of its own, as
+    ``timeout`` and service managers start a job."""
     env = Job.environment(settings, batch=None) | {"EVENTLAKE_PROGRESS_SECONDS": "1"}
     return subprocess.Popen(
         [
@@ -46,6 +52,7 @@ def _job_process(settings: Settings, *arguments: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        start_new_session=own_group,
     )
 
 
@@ -93,6 +100,29 @@ def test_an_ingest_stream_lands_records_produced_while_it_runs_and_stops_on_sigt
     events = read_table(spark, warehouse_settings, "events")
     assert resumed.records_read == 5
     assert events.count() == events.select("kafka_offset").distinct().count() == 55
+
+
+def test_sigterm_to_the_whole_process_group_stops_the_stream_as_sigterm_to_it_does(
+    broker: LocalBroker, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # timeout(1) and systemd signal the job's driver JVM too: the JVM ignores SIGTERM
+    # (eventlake.spark.ignore_sigterm_in_jvm) and ends with the job.
+    create_topic(warehouse_settings, topic_name)
+    produce_events(warehouse_settings, topic_name, 20)
+    process = _job_process(warehouse_settings, "ingest", "--topic", topic_name, own_group=True)
+    lines: list[str] = []
+    _read_until(process, lines, "batch 0 done, 20 records")
+    jvms = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name() == "java"]
+
+    os.killpg(process.pid, signal.SIGTERM)
+    rest, _ = process.communicate(timeout=STOP_SECONDS)
+    lines.extend(rest.splitlines())
+    _, alive = psutil.wait_procs(jvms, timeout=STOP_SECONDS)
+
+    assert jvms and not alive
+    assert process.returncode == 0, lines
+    assert lines[-1].startswith("ingest: read=20 events=20")
+    assert lines[-1].endswith("stopped_by=SIGTERM")
 
 
 def test_sigterm_stops_a_republish_stream_with_its_summary_and_the_restart_resumes(

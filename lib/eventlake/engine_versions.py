@@ -55,6 +55,13 @@ SPARK_INTERNALS: Final = (
         "a local checkpoint's plan is a LogicalRDD leaf whose rdd() holds the blocks",
         "tests/test_spark.py::test_release_frees_the_rows_under_a_frame_derived_from_a_held_one",
     ),
+    Internal(
+        "eventlake.spark.ignore_sigterm_in_jvm",
+        "PySpark's gateway JVM exits when its stdin from the Python process closes, and "
+        "the JDK's sun.misc.Signal sets SIGTERM's disposition",
+        "tests/test_streaming.py::"
+        "test_sigterm_to_the_whole_process_group_stops_the_stream_as_sigterm_to_it_does",
+    ),
 )
 
 

@@ -348,7 +348,7 @@ def build_spark_session(
     When a session already runs in this process (a test session, a spark-submit driver),
     it is returned as-is: Spark allows one per JVM.
     """
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
     builder = SparkSession.builder.appName(app_name)
     submitted = SparkConf()
@@ -366,6 +366,9 @@ def build_spark_session(
     conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
     for key, value in conf.items():
         builder = builder.config(key, value)
+    # PySpark starts the driver's JVM when no gateway runs yet (not under spark-submit,
+    # which started the JVM that runs this process).
+    launches_jvm = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
     try:
         spark = builder.getOrCreate()
     except Exception as error:
@@ -380,7 +383,30 @@ def build_spark_session(
             ) from error
         raise
     spark.sparkContext.setLogLevel(SESSION_LOG_LEVEL)
+    if launches_jvm:
+        ignore_sigterm_in_jvm(spark)
     return spark
+
+
+def ignore_sigterm_in_jvm(spark: SparkSession) -> None:
+    """Have the driver's JVM that this process started ignore SIGTERM, as PySpark has it
+    ignore SIGINT, so that a job's own stop (:mod:`eventlake.stop_signals`: finish the
+    batch, print the summary, exit 0) also holds when SIGTERM goes to the whole process
+    group: ``timeout``, systemd stopping a service, ``kill -TERM -<pgid>``. Without this the
+    JVM shut down at once under the job, which then failed with a py4j traceback.
+
+    The JVM still ends with this process: PySpark's gateway exits when its standard input,
+    a pipe from this process, closes (also after SIGKILL). A JDK API outside Java's
+    standard (``sun.misc.Signal``, module jdk.unsupported), listed in
+    :data:`eventlake.engine_versions.SPARK_INTERNALS` with its test.
+
+    Example:
+        >>> ignore_sigterm_in_jvm(spark)  # os.killpg(os.getpgid(0), SIGTERM): the job stops
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    ignore = jvm.java.lang.Class.forName("sun.misc.SignalHandler").getField("SIG_IGN").get(None)
+    jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), ignore)
 
 
 @contextmanager
