@@ -150,5 +150,6 @@ stop: venv
 	$(EVENTLAKE) broker stop
 
 clean:
+	-$(EVENTLAKE) airflow stop
 	-$(EVENTLAKE) broker stop
 	rm -rf var

@@ -41,7 +41,7 @@ INGEST_JOB = orchestration.job_script(__file__, "ingest_cloudevents.py")
 RECONCILE_JOB = orchestration.job_script(__file__, "reconcile_state.py")
 
 _settings = load_settings()
-_topics = orchestration.configured_topics()
+_topics = _settings.topics
 #: The cron of the `schedule` and `both` modes.
 CRON = "*/10 * * * *"
 

@@ -1,4 +1,4 @@
-"""eventlake.kafka: topic names and the options of Spark's Kafka source."""
+"""eventlake.kafka: Kafka source and client options, topics and offsets on a real broker."""
 
 from __future__ import annotations
 
@@ -7,12 +7,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from eventlake.kafka import (
-    InvalidTopicNameError,
     TopicPatternError,
     UnknownTopicError,
-    check_topic_name,
     create_topic,
-    is_topic_name,
     kafka_source_options,
     log_offsets,
     make_admin,
@@ -71,21 +68,6 @@ def test_batching_set_in_the_kafka_options_wins(monkeypatch: pytest.MonkeyPatch)
     options = producer_options(load_settings())
 
     assert (options["kafka.batch.size"], options["kafka.linger.ms"]) == ("32768", "1")
-
-
-@pytest.mark.parametrize("name", ["demo.orders", "a", "A-b_c.9", "x" * 249, "..."])
-def test_names_kafka_accepts_are_topic_names(name: str) -> None:
-    assert is_topic_name(name)
-
-
-@pytest.mark.parametrize("name", ["", ".", "..", "x" * 250, "bad topic", "a/b", "a\n", "ü"])
-def test_names_kafka_refuses_are_not_topic_names(name: str) -> None:
-    assert not is_topic_name(name)
-
-
-def test_a_bad_topic_name_is_refused_with_what_is_allowed() -> None:
-    with pytest.raises(InvalidTopicNameError, match=r"--source 'a/b': use 1-249 characters"):
-        check_topic_name("a/b", "--source")
 
 
 def test_a_jaas_value_cannot_end_its_quotes_or_add_options() -> None:

@@ -97,3 +97,27 @@ def test_a_refused_part_of_a_structured_variable_is_named_by_its_place(
 def test_a_refused_override_is_named_as_a_setting() -> None:
     with pytest.raises(InvalidSettingError, match=r"^setting shuffle_partitions: "):
         load_settings(shuffle_partitions=0)
+
+
+def test_the_dags_topics_default_to_the_demos(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVENTLAKE_TOPICS", raising=False)
+
+    assert load_settings().topics == ["demo.orders"]
+
+
+def test_the_dags_topics_are_comma_separated_trimmed_and_kept_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_TOPICS", " a, b.c ,a,")
+
+    assert load_settings().topics == ["a", "b.c"]
+
+
+@pytest.mark.parametrize("raw", ["bad topic!", " , ", "..", "x" * 250])
+def test_topics_with_no_or_illegal_names_are_refused_with_the_variable_named(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_TOPICS", raw)
+
+    with pytest.raises(InvalidSettingError, match=r"^EVENTLAKE_TOPICS: "):
+        load_settings()

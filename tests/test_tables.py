@@ -10,7 +10,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from eventlake.binding import decode_records, to_events, to_rejects
-from eventlake.kafka import InvalidTopicNameError
 from eventlake.settings import Settings
 from eventlake.spark import release
 from eventlake.tables import (
@@ -34,6 +33,7 @@ from eventlake.tables import (
     table_schema,
     warehouse_tables,
 )
+from eventlake.topic_names import InvalidTopicNameError
 from tests.helpers import Storage, held_storage
 
 

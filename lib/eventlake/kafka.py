@@ -24,13 +24,6 @@ from pyspark.sql import DataFrame, SparkSession
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
 
-#: Kafka's legal topic names, as a JSON-schema/Java pattern (``.`` and ``..`` excepted,
-#: see :func:`check_topic_name`).
-TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
-_TOPIC_NAME: Final = re.compile(TOPIC_NAME_PATTERN)
-_RESERVED_TOPIC_NAMES: Final = frozenset({".", ".."})
-
-
 #: Where librdkafka's own log lines go: Python's logging, served when a client polls
 #: (an admin client never does), not raw ``%3|...|FAIL|...`` lines on the terminal of a
 #: command that already says in a sentence what went wrong (``eventlake status`` with
@@ -47,37 +40,6 @@ def client_options(settings: Settings, **options: Any) -> dict[str, Any]:
         'g'
     """
     return settings.kafka_client_options() | {"logger": CLIENT_LOG} | options
-
-
-class InvalidTopicNameError(ValueError):
-    """Not a name Kafka accepts for a topic; the message says what is allowed."""
-
-
-def is_topic_name(name: str) -> bool:
-    """Whether Kafka accepts ``name`` as a topic name (names are path-safe, too).
-
-    Example:
-        >>> is_topic_name("demo.orders"), is_topic_name("bad topic!"), is_topic_name("..")
-        (True, False, False)
-    """
-    return _TOPIC_NAME.fullmatch(name) is not None and name not in _RESERVED_TOPIC_NAMES
-
-
-def check_topic_name(name: str, what: str = "Kafka topic name") -> str:
-    """Return ``name`` when it is a legal Kafka topic name, else raise saying why.
-
-    Example:
-        >>> check_topic_name("bad topic!", "--source")
-        Traceback (most recent call last):
-        ...
-        eventlake.kafka.InvalidTopicNameError: Invalid --source 'bad topic!': use 1-249 ...
-    """
-    if not is_topic_name(name):
-        raise InvalidTopicNameError(
-            f"Invalid {what} {name!r}: use 1-249 characters of letters, digits, '.', '_' "
-            "and '-' (not '.' or '..')."
-        )
-    return name
 
 
 #: librdkafka's name for the Java client's default partitioner (murmur2, random if no key).

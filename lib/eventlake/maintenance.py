@@ -31,12 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from eventlake.kafka import (
-    KafkaConnectionError,
-    check_connection,
-    is_topic_name,
-    missing_topics,
-)
+from eventlake.kafka import KafkaConnectionError, check_connection, missing_topics
 from eventlake.lineage import job_run, table_dataset
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
@@ -47,6 +42,7 @@ from eventlake.tables import (
     state_table_topics,
     warehouse_tables,
 )
+from eventlake.topic_names import is_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

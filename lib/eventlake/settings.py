@@ -23,10 +23,12 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from eventlake.topic_names import check_topic_name
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -147,6 +149,11 @@ class Settings(BaseSettings):
     kafka_password: SecretStr | None = Field(
         default=None, description="SASL password; kept out of logs and command lines."
     )
+    topics: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["demo.orders"],
+        description="Topics the ingest DAG lands (comma-separated, e.g. orders,payments; "
+        "blanks around names ignored, a repeated name kept once).",
+    )
     state_topics: list[str] = Field(
         default_factory=list,
         description="Compacted topics whose state/<topic> table ingest keeps current "
@@ -252,6 +259,20 @@ class Settings(BaseSettings):
         '{"defaults": {"max_rejects_rate": 0.01}, "topics": {"orders": {"keyed": true, '
         '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("topics")
+    @classmethod
+    def _legal_topic_names(cls, names: list[str]) -> list[str]:
+        if not names:
+            raise ValueError("names no topic: give one or more, comma-separated")
+        return [check_topic_name(name) for name in dict.fromkeys(names)]
 
     @field_validator("class_archive", mode="before")
     @classmethod

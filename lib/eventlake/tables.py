@@ -50,9 +50,9 @@ from pyspark.sql.types import (
     VariantType,
 )
 
-from eventlake.kafka import check_topic_name
 from eventlake.settings import Settings
 from eventlake.spark import computed_once, local_rows, plain_row
+from eventlake.topic_names import check_topic_name
 
 T = TypeVar("T")
 

@@ -1,25 +1,11 @@
-"""eventlake.orchestration.topics: the configured topics, offsets per topic."""
+"""eventlake.orchestration.topics: offsets per topic."""
 
 from __future__ import annotations
 
 import pytest
 
 from eventlake.orchestration import OrchestrationError
-from eventlake.orchestration.topics import configured_topics, parse_offsets_json, topic_offsets
-
-
-def test_topics_default_to_demo_orders() -> None:
-    assert configured_topics({}) == ["demo.orders"]
-
-
-def test_topics_env_is_split_trimmed_and_deduplicated() -> None:
-    assert configured_topics({"EVENTLAKE_TOPICS": " a, b.c ,a,"}) == ["a", "b.c"]
-
-
-@pytest.mark.parametrize("raw", ["bad topic!", " , ", "..", "x" * 250])
-def test_topics_env_with_no_or_illegal_names_is_refused(raw: str) -> None:
-    with pytest.raises(OrchestrationError):
-        configured_topics({"EVENTLAKE_TOPICS": raw})
+from eventlake.orchestration.topics import parse_offsets_json, topic_offsets
 
 
 def test_topic_offsets_keep_keywords_as_they_are() -> None:

@@ -74,13 +74,9 @@ def samples(
     bootstrap_servers: BootstrapOption = None,
 ) -> None:
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
-    from eventlake.kafka import (
-        InvalidTopicNameError,
-        KafkaConnectionError,
-        check_connection,
-        check_topic_name,
-    )
+    from eventlake.kafka import KafkaConnectionError, check_connection
     from eventlake.local.samples import produce_samples
+    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers)
     with refused(InvalidTopicNameError, KafkaConnectionError):

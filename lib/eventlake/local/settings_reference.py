@@ -29,7 +29,8 @@ Generated from the settings' field descriptions by `make docs`
 
 Every setting is read from an environment variable, `EVENTLAKE_<NAME>` in capitals
 (`warehouse` -> `EVENTLAKE_WAREHOUSE`); a CLI option, where a command has one, wins
-over it. Lists and objects are JSON (`EVENTLAKE_STATE_TOPICS='["orders"]'`). A secret
+over it. Lists and objects are JSON (`EVENTLAKE_STATE_TOPICS='["orders"]'`), but for the DAG's
+comma-separated `EVENTLAKE_TOPICS`. A secret
 has no default and is never shown: not in logs, command lines or UIs (see
 [security](security.md)). `<checkout>` is the folder eventlake runs from. A value a
 setting cannot take (not a number, out of range, JSON that does not parse) stops every

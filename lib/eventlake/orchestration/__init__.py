@@ -16,7 +16,7 @@ The modules, one concern each:
   ``kafka_default`` (the Kafka provider's type), the password only for the spark-submit
   process's environment;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
-* ``topics``: the configured topics (``EVENTLAKE_TOPICS``) and offsets per topic;
+* ``topics``: topic names in the DAGs' forms and offsets per topic;
 * ``assets``: the Delta tables as Airflow assets;
 * ``schedule``: a DAG's schedule from the settings: its cron, the arrival of records on
   its topics (an asset per topic, watched by ``arrivals``' trigger), or both;
@@ -95,21 +95,16 @@ from eventlake.orchestration.submit import (
     submit_kwargs,
 )
 from eventlake.orchestration.topics import (
-    DEFAULT_TOPICS,
-    TOPICS_ENV,
     check_topic,
-    configured_topics,
     topic_offsets,
 )
 
 __all__ = [
-    "DEFAULT_TOPICS",
     "EVENTS_ASSET_NAME",
     "KAFKA_CONN_ID",
     "MAINTENANCE_RETENTION_HOURS",
     "REJECTS_ASSET_NAME",
     "SPARK_CONN_ID",
-    "TOPICS_ENV",
     "IngestParams",
     "KafkaConnection",
     "KafkaSparkSubmitOperator",
@@ -118,7 +113,6 @@ __all__ = [
     "QualityParams",
     "RepublishParams",
     "check_topic",
-    "configured_topics",
     "dag_arguments",
     "dag_schedule",
     "dry_run_report",

@@ -14,12 +14,12 @@ from typing import Any
 from airflow.sdk import Param
 
 from eventlake.driver_work import DriverWork
-from eventlake.kafka import TOPIC_NAME_PATTERN
 from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
+from eventlake.topic_names import TOPIC_NAME_PATTERN
 
 
 @dataclass(frozen=True)

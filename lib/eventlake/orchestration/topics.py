@@ -1,24 +1,18 @@
-"""The topics the DAGs ingest, and the part of an offsets spec that concerns one topic.
+"""Topic names in the DAGs' forms, and the part of an offsets spec that concerns one topic.
 
 Example:
-    >>> configured_topics({"EVENTLAKE_TOPICS": "orders,payments"})
-    ['orders', 'payments']
+    >>> topic_offsets('{"a": {"0": 5}, "b": {"1": 9}}', "a", default="earliest")
+    '{"a": {"0": 5}}'
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-from eventlake.kafka import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
 from eventlake.offset_specs import offsets_json_problem
 from eventlake.orchestration.errors import OrchestrationError
-
-#: Environment variable naming the topics the DAGs ingest, comma-separated.
-TOPICS_ENV: Final = "EVENTLAKE_TOPICS"
-DEFAULT_TOPICS: Final = ("demo.orders",)
+from eventlake.topic_names import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
 
 
 def check_topic(name: str) -> str:
@@ -47,28 +41,6 @@ def topic_schema() -> dict[str, Any]:
         {'enum': ['.', '..']}
     """
     return {"type": "string", "pattern": TOPIC_NAME_PATTERN, "not": {"enum": [".", ".."]}}
-
-
-def configured_topics(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The topics to ingest: ``EVENTLAKE_TOPICS`` (comma-separated), else ``demo.orders``.
-
-    Blanks around names are ignored, duplicates dropped (first one kept); an empty list
-    or an illegal name raises, so a bad setting shows as a DAG import error.
-
-    Example:
-        >>> configured_topics({"EVENTLAKE_TOPICS": "orders, payments,orders"})
-        ['orders', 'payments']
-        >>> configured_topics({})
-        ['demo.orders']
-    """
-    env = os.environ if environ is None else environ
-    raw = env.get(TOPICS_ENV)
-    if raw is None:
-        return list(DEFAULT_TOPICS)
-    names = [part.strip() for part in raw.split(",") if part.strip()]
-    if not names:
-        raise OrchestrationError(f"{TOPICS_ENV} is set but names no topic: {raw!r}")
-    return [check_topic(name) for name in dict.fromkeys(names)]
 
 
 def parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:

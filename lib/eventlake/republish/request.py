@@ -29,9 +29,9 @@ from eventlake.binding import (
     PARTITIONKEY,
 )
 from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
-from eventlake.kafka import is_topic_name
 from eventlake.offset_specs import run_offsets_problem
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
+from eventlake.topic_names import is_topic_name
 
 KEEP: Final = "keep"
 ATTRIBUTE_PREFIX: Final = "attribute:"
