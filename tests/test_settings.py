@@ -121,3 +121,19 @@ def test_topics_with_no_or_illegal_names_are_refused_with_the_variable_named(
 
     with pytest.raises(InvalidSettingError, match=r"^EVENTLAKE_TOPICS: "):
         load_settings()
+
+
+def test_settings_as_environment_load_back_the_same_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings(
+        topics="a,b.c",
+        state_topics=["a"],
+        kafka_options={"security.protocol": "SASL_SSL"},
+        kafka_password="s3cret",
+        dedup=True,
+    )
+    for name, value in settings.as_environment().items():
+        monkeypatch.setenv(name, value)
+
+    assert load_settings() == settings

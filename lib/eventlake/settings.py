@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
@@ -62,6 +62,10 @@ class RepublishRoute(BaseModel):
     def name(self) -> str:
         """``source>target``: how the DAG's params and task map indexes name the route."""
         return f"{self.source}>{self.target}"
+
+
+#: Settings whose variable is a comma-separated list rather than JSON.
+COMMA_SEPARATED: Final = ("topics",)
 
 
 class Settings(BaseSettings):
@@ -260,7 +264,7 @@ class Settings(BaseSettings):
         '"type_pattern": "^com[.]acme[.]", "severity": {"row_count": "error"}}}}.',
     )
 
-    @field_validator("topics", mode="before")
+    @field_validator(*COMMA_SEPARATED, mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):
@@ -309,6 +313,29 @@ class Settings(BaseSettings):
     def table_path(self, name: str) -> Path:
         """Location of a warehouse table, e.g. ``table_path("events")``."""
         return self.warehouse / name
+
+    def as_environment(self) -> dict[str, str]:
+        """Every setting that has a value as the ``EVENTLAKE_*`` variable that gives it back
+        (lists and objects as JSON, ``topics`` comma-separated, secrets in clear): for the
+        environment of a child process, never for a command line or a log.
+
+        Example:
+            >>> load_settings(topics="a,b").as_environment()["EVENTLAKE_TOPICS"]
+            'a,b'
+        """
+        env: dict[str, str] = {}
+        for name, value in self.model_dump(mode="json").items():
+            field = getattr(self, name)
+            if isinstance(field, SecretStr):
+                value = field.get_secret_value()
+            if value is None:
+                continue
+            if name in COMMA_SEPARATED:
+                text = ",".join(value)
+            else:
+                text = value if isinstance(value, str) else json.dumps(value)
+            env[f"EVENTLAKE_{name.upper()}"] = text
+        return env
 
     def kafka_client_options(self) -> dict[str, Any]:
         """librdkafka options for confluent-kafka clients, credentials included."""

@@ -458,15 +458,9 @@ def job_environment(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
     checkout = [str(CHECKOUT / "lib"), str(CHECKOUT), os.environ.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, checkout))
-    for name, value in settings.model_dump(mode="json").items():
-        variable = f"EVENTLAKE_{name.upper()}"
-        env.pop(variable, None)
-        if name == "kafka_password":
-            if settings.kafka_password is not None:
-                env[variable] = settings.kafka_password.get_secret_value()
-        elif value is not None:
-            env[variable] = value if isinstance(value, str) else json.dumps(value)
-    return env
+    for name in Settings.model_fields:
+        env.pop(f"EVENTLAKE_{name.upper()}", None)
+    return env | settings.as_environment()
 
 
 def _job_result(stdout: str) -> dict[str, Any]:
