@@ -96,6 +96,21 @@ def test_a_job_without_its_jars_is_refused_with_the_fix(
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("command", ["ingest", "reconcile", "compaction-check"], ids=lambda c: c)
+def test_a_topic_name_kafka_refuses_is_refused_in_a_sentence_before_spark_or_kafka(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No jars and no broker: a refusal that came after Spark or Kafka would say so instead.
+    monkeypatch.setenv("EVENTLAKE_JARS_DIR", str(tmp_path))
+    monkeypatch.setenv("EVENTLAKE_BOOTSTRAP_SERVERS", "127.0.0.1:9")
+
+    result = CliRunner().invoke(app, [command, "--topic", "bad!topic"])
+
+    assert result.exit_code == 2, result.output
+    assert "Invalid --topic 'bad!topic': use 1-249 characters" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_the_command_keeps_mains_exit_status_and_leaves_without_collecting() -> None:
     """``eventlake`` (``command``) ends as ``main`` does, with the collector off for the
     process's shutdown; run in a process of its own, as collection stays off after it."""

@@ -207,6 +207,11 @@ def test_request_needs_topics_or_pattern() -> None:
         IngestRequest()
 
 
+def test_a_topic_name_kafka_refuses_is_refused_before_any_spark_or_kafka() -> None:
+    with pytest.raises(IngestError, match=r"Invalid --topic 'bad!topic': use 1-249 characters"):
+        IngestRequest(topics=("orders", "bad!topic"))
+
+
 def test_unknown_trigger_is_refused_with_the_accepted_forms() -> None:
     with pytest.raises(IngestError, match="available-now"):
         IngestRequest(topics=("t",), trigger="once")

@@ -198,9 +198,11 @@ def reconcile(
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
     from eventlake.state import reconcile_state
+    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*_kafka_job_refusals()):
+    with refused(InvalidTopicNameError, *_kafka_job_refusals()):
+        check_topic_name(topic, "--topic")  # in a sentence, before Spark starts
         report = run_job(
             settings,
             "eventlake-reconcile",

@@ -45,10 +45,13 @@ def compaction_check(
         require_topics,
     )
     from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*SETUP_ERRORS, KafkaConnectionError, UnknownTopicError):
-        # Refused in a sentence before Spark starts: no broker, or no such topic.
+    with refused(*SETUP_ERRORS, InvalidTopicNameError, KafkaConnectionError, UnknownTopicError):
+        # Refused in a sentence before Spark starts: a bad name, no broker, no such topic.
+        for name in topic:
+            check_topic_name(name, "--topic")
         check_connection(settings)
         require_topics(settings, topic)
         spark = build_spark_session(settings, app_name="eventlake-compaction-check")

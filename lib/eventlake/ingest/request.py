@@ -22,6 +22,7 @@ from eventlake.run_summary import RunSummary
 from eventlake.settings import Settings
 from eventlake.state import StateChange
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
+from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 
 class IngestError(RuntimeError):
@@ -48,6 +49,11 @@ class IngestRequest:
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
             raise IngestError("Give either one or more --topic, or one --topic-pattern.")
+        for topic in self.topics:
+            try:
+                check_topic_name(topic, "--topic")
+            except InvalidTopicNameError as error:
+                raise IngestError(str(error)) from None
         if self.checkpoint_name is not None:
             try:
                 check_checkpoint_name(self.checkpoint_name)
