@@ -348,7 +348,7 @@ def build_spark_session(
     When a session already runs in this process (a test session, a spark-submit driver),
     it is returned as-is: Spark allows one per JVM.
     """
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
 
     builder = SparkSession.builder.appName(app_name)
     submitted = SparkConf()
@@ -366,9 +366,6 @@ def build_spark_session(
     conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
     for key, value in conf.items():
         builder = builder.config(key, value)
-    # PySpark starts the driver's JVM when no gateway runs yet (not under spark-submit,
-    # which started the JVM that runs this process).
-    launches_jvm = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
     try:
         spark = builder.getOrCreate()
     except Exception as error:
@@ -383,7 +380,9 @@ def build_spark_session(
             ) from error
         raise
     spark.sparkContext.setLogLevel(SESSION_LOG_LEVEL)
-    if launches_jvm:
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # This process started the JVM (under spark-submit the JVM started this process,
+        # and PySpark tells it the gateway's port in this variable).
         ignore_sigterm_in_jvm(spark)
     return spark
 
@@ -403,6 +402,7 @@ def ignore_sigterm_in_jvm(spark: SparkSession) -> None:
     Example:
         >>> ignore_sigterm_in_jvm(spark)  # os.killpg(os.getpgid(0), SIGTERM): the job stops
     """
+    # Idempotent: a second session of the same JVM sets the same disposition again.
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     ignore = jvm.java.lang.Class.forName("sun.misc.SignalHandler").getField("SIG_IGN").get(None)
