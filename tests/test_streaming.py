@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from eventlake.checkpoint import CheckpointBusyError
 from eventlake.ingest import IngestRequest, run_ingest
@@ -25,7 +26,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.settings import Settings
 from eventlake.status import streams_reading
-from eventlake.streaming import StreamSpec, run_stream, trigger_problem
+from eventlake.streaming import StreamSpec, _progress_line, run_stream, trigger_problem
 from tests.fault_tools import Job
 from tests.helpers import produce_events, read_table
 
@@ -279,3 +280,48 @@ def test_an_unknown_trigger_is_explained() -> None:
     assert "use 'available-now' or 'processing-time=<interval>'" in str(
         trigger_problem("every minute")
     )
+
+
+def _progress(rows: int, seconds: float, lag: int) -> StreamingQueryProgress:
+    """Spark's progress of one trigger, as its JSON has it (the fields the line reads)."""
+    source = {
+        "description": "KafkaV2[Subscribe[t]]",
+        "startOffset": "{}",
+        "endOffset": "{}",
+        "latestOffset": "{}",
+        "numInputRows": rows,
+        "inputRowsPerSecond": 0.0,
+        "processedRowsPerSecond": rows / seconds,
+        "metrics": {"maxOffsetsBehindLatest": str(lag)},
+    }
+    return StreamingQueryProgress.fromJson(
+        {
+            "id": "00000000-0000-0000-0000-000000000001",
+            "runId": "00000000-0000-0000-0000-000000000002",
+            "name": None,
+            "timestamp": "2026-11-28T22:00:00.000Z",
+            "batchId": 7,
+            "batchDuration": int(seconds * 1000),
+            "durationMs": {"triggerExecution": int(seconds * 1000)},
+            "stateOperators": [],
+            "sources": [source],
+            "sink": {"description": "ForeachBatchSink", "numOutputRows": -1},
+            "numInputRows": rows,
+            "processedRowsPerSecond": rows / seconds,
+        }
+    )
+
+
+def test_the_progress_line_gives_the_last_batchs_records_seconds_rate_and_lag() -> None:
+    line = _progress_line("ingest", _progress(4000, 2.0, 12), lambda: "batches=3")
+
+    assert line == (
+        "ingest: running; batches=3; last batch 7: 4000 records in 2.0 s, 2000 records/s, "
+        "lag 12 offsets (largest per partition)"
+    )
+
+
+def test_the_progress_line_of_a_trigger_that_found_nothing_says_idle() -> None:
+    line = _progress_line("ingest", _progress(0, 0.1, 0), None)
+
+    assert line == "ingest: running; idle: no new records, lag 0 offsets (largest per partition)"

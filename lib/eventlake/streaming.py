@@ -381,7 +381,14 @@ def run_stream(
 def _progress_line(
     job: str, last: StreamingQueryProgress | None, progress: Callable[[], str] | None
 ) -> str:
-    """``<job>: running; <counts>; last batch N: R records in S s, X records/s, lag L``."""
+    """``<job>: running; <counts>; last batch N: R records in S s, X records/s, lag L``, or
+    ``...; idle: no new records, lag L`` when Spark's last progress is a trigger that found
+    nothing to read (Spark reports those too, as batches of 0 records).
+
+    Example:
+        >>> _progress_line("ingest", idle_progress, None)
+        'ingest: running; idle: no new records, lag 0 offsets (largest per partition)'
+    """
     parts = [f"{job}: running"]
     if progress is not None:
         parts.append(progress())
@@ -391,10 +398,13 @@ def _progress_line(
             for source in last.sources
             if "maxOffsetsBehindLatest" in (source.metrics or {})
         ]
-        seconds = (last.durationMs or {}).get("triggerExecution", 0) / 1000
-        parts.append(
-            f"last batch {last.batchId}: {last.numInputRows} records in {seconds:.1f} s, "
-            f"{float(last.processedRowsPerSecond or 0.0):.0f} records/s"
-            + (f", lag {max(lag)} offsets (largest per partition)" if lag else "")
-        )
+        lag_text = f", lag {max(lag)} offsets (largest per partition)" if lag else ""
+        if not last.numInputRows:
+            parts.append("idle: no new records" + lag_text)
+        else:
+            seconds = (last.durationMs or {}).get("triggerExecution", 0) / 1000
+            parts.append(
+                f"last batch {last.batchId}: {last.numInputRows} records in {seconds:.1f} s, "
+                f"{float(last.processedRowsPerSecond or 0.0):.0f} records/s" + lag_text
+            )
     return "; ".join(parts)
