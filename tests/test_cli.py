@@ -96,7 +96,11 @@ def test_a_job_without_its_jars_is_refused_with_the_fix(
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("command", ["ingest", "reconcile", "compaction-check"], ids=lambda c: c)
+@pytest.mark.parametrize(
+    "command",
+    ["ingest", "reconcile", "compaction-check", "maintain", "status", "check", "samples"],
+    ids=lambda c: c,
+)
 def test_a_topic_name_kafka_refuses_is_refused_in_a_sentence_before_spark_or_kafka(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

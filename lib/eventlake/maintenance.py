@@ -42,7 +42,7 @@ from eventlake.tables import (
     state_table_topics,
     warehouse_tables,
 )
-from eventlake.topic_names import is_topic_name
+from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -281,9 +281,11 @@ def optimize_and_vacuum(
 
 
 def _check_topics(topics: Sequence[str]) -> None:
-    bad = [t for t in topics if not is_topic_name(t)]
-    if bad:
-        raise MaintenanceError(f"not Kafka topic names: {bad}")
+    for topic in topics:
+        try:
+            check_topic_name(topic, "topic")
+        except InvalidTopicNameError as error:
+            raise MaintenanceError(str(error)) from None
 
 
 def compaction_sweep(

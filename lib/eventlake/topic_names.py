@@ -9,10 +9,10 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
-#: Kafka's legal topic names, as a JSON-schema/Java pattern (``.`` and ``..`` excepted,
-#: see :func:`check_topic_name`).
+#: Kafka's legal topic names, as a JSON-schema/Java pattern (``.`` and ``..`` excepted:
+#: see :func:`topic_name_schema` for the whole rule as JSON schema).
 TOPIC_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]{1,249}$"
 _TOPIC_NAME: Final = re.compile(TOPIC_NAME_PATTERN)
 _RESERVED_TOPIC_NAMES: Final = frozenset({".", ".."})
@@ -47,3 +47,20 @@ def check_topic_name(name: str, what: str = "Kafka topic name") -> str:
             "and '-' (not '.' or '..')."
         )
     return name
+
+
+def topic_name_schema(*, nullable: bool = False) -> dict[str, Any]:
+    """A legal topic name as JSON schema, for the DAGs' forms (Airflow checks a run's
+    params against it before the run starts); ``nullable``: null too (no topic).
+
+    Example:
+        >>> topic_name_schema()["not"]
+        {'enum': ['.', '..']}
+        >>> topic_name_schema(nullable=True)["type"]
+        ['null', 'string']
+    """
+    return {
+        "type": ["null", "string"] if nullable else "string",
+        "pattern": TOPIC_NAME_PATTERN,
+        "not": {"enum": sorted(_RESERVED_TOPIC_NAMES)},
+    }

@@ -153,6 +153,12 @@ def _plain(value: Any) -> Any:
     return tuple(value) if isinstance(value, list | tuple) else value
 
 
+def _plain_list(value: Any) -> Any:
+    # A repeatable option given no value parses as None once it has a callback (Typer
+    # converts () to None before calling it); the command reads both as "none given".
+    return () if value is None else _plain(value)
+
+
 def _application_args(params: Any) -> list[str]:
     if isinstance(params, IngestParams):
         return params.application_args(params.topics[0])
@@ -185,7 +191,11 @@ def test_each_flag_gives_the_job_its_options_value(command: str, params: Any) ->
     parsed = _parse(command, _application_args(params))
 
     for name, flag in flags(type(params)).items():
-        assert _plain(parsed[_destination(command, flag)]) == _plain(getattr(params, name)), name
+        expected = getattr(params, name)
+        given = parsed[_destination(command, flag)]
+        if isinstance(expected, tuple):
+            given = _plain_list(given)
+        assert _plain(given) == _plain(expected), name
 
 
 @pytest.mark.parametrize(

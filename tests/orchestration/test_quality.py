@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from airflow.sdk.exceptions import ParamValidationError
 
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.quality import QualityParams, plan_quality, quality_params
@@ -36,3 +37,12 @@ def test_the_quality_job_is_submitted_with_the_quality_checks_driver_memory(
     sized = settings.model_copy(update={"driver_memory": "2g", "quality_driver_memory": "640m"})
 
     assert plan_quality({}, sized)["conf"]["spark.driver.memory"] == "640m"
+
+
+def test_the_forms_topic_refuses_a_name_kafka_refuses_and_takes_none() -> None:
+    """Airflow checks a run's params against the schema before the run starts."""
+    topic = quality_params()["topic"]
+    assert topic.resolve(None) is None
+    assert topic.resolve("orders") == "orders"
+    with pytest.raises(ParamValidationError):
+        topic.resolve("..")

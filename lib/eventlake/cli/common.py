@@ -14,12 +14,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from eventlake.driver_work import DriverWork
 from eventlake.settings import Settings, load_settings
+from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,6 +66,30 @@ TriggerOption = Annotated[
         "'processing-time=<interval>' (run until stopped)."
     ),
 ]
+
+TopicNames = TypeVar("TopicNames", str, list[str], None)
+
+
+def _checked_topic_names(names: TopicNames) -> TopicNames:
+    """``--topic``'s check, run as its value is parsed: a name Kafka refuses exits 2 with
+    a sentence before the command runs (before Spark starts or Kafka is asked)."""
+    given: list[str] = [names] if isinstance(names, str) else list(names or ())
+    for name in given:
+        try:
+            check_topic_name(name, "--topic")
+        except InvalidTopicNameError as error:
+            fail(str(error), code=2)
+    return names
+
+
+def topic_option(help: str) -> Any:
+    """The ``--topic`` option of a command (one or repeatable, per its annotation), with
+    the names checked in one place for every command.
+
+    Example:
+        >>> def reconcile(topic: Annotated[str, topic_option("Topic to rebuild.")]) -> None: ...
+    """
+    return typer.Option("--topic", help=help, callback=_checked_topic_names)
 
 
 def import_in_background(module: str) -> threading.Thread:

@@ -26,6 +26,7 @@ from eventlake.cli.common import (
     job_settings,
     refused,
     run_job,
+    topic_option,
 )
 
 SummaryT = TypeVar("SummaryT")
@@ -103,9 +104,7 @@ def _run_unless_idle(
 
 @app.command()
 def ingest(
-    topic: Annotated[
-        list[str] | None, typer.Option("--topic", help="Topic to read; repeat for several.")
-    ] = None,
+    topic: Annotated[list[str] | None, topic_option("Topic to read; repeat for several.")] = None,
     topic_pattern: Annotated[
         str | None, typer.Option(help="Java regex of topics to subscribe to instead.")
     ] = None,
@@ -188,7 +187,7 @@ def ingest(
 
 @app.command()
 def reconcile(
-    topic: Annotated[str, typer.Option(help="Compacted topic whose state table to rebuild.")],
+    topic: Annotated[str, topic_option("Compacted topic whose state table to rebuild.")],
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
@@ -198,11 +197,9 @@ def reconcile(
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
     from eventlake.state import reconcile_state
-    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(InvalidTopicNameError, *_kafka_job_refusals()):
-        check_topic_name(topic, "--topic")  # in a sentence, before Spark starts
+    with refused(*_kafka_job_refusals()):
         report = run_job(
             settings,
             "eventlake-reconcile",
@@ -228,9 +225,7 @@ def maintain(
     ] = False,
     topic: Annotated[
         list[str] | None,
-        typer.Option(
-            "--topic", help="State topic to check; repeatable (default: every state table)."
-        ),
+        topic_option("State topic to check; repeatable (default: every state table)."),
     ] = None,
     auto_reconcile: Annotated[
         bool,
@@ -433,7 +428,7 @@ def check(
         bool,
         typer.Option("--full", help="Check the whole table, not only rows new since last check."),
     ] = False,
-    topic: Annotated[str | None, typer.Option(help="Check only this topic.")] = None,
+    topic: Annotated[str | None, topic_option("Check only this topic.")] = None,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Run the data-quality checks (Great Expectations on Spark); rules: EVENTLAKE_QUALITY.

@@ -16,7 +16,14 @@ from typing import Annotated
 
 import typer
 
-from eventlake.cli.common import BootstrapOption, app, fail, job_settings, refused
+from eventlake.cli.common import (
+    BootstrapOption,
+    app,
+    fail,
+    job_settings,
+    refused,
+    topic_option,
+)
 
 broker_app = typer.Typer(
     help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
@@ -67,7 +74,7 @@ def broker_status() -> None:
 
 @app.command()
 def samples(
-    topic: Annotated[str, typer.Option(help="Topic to produce to (created, compacted).")],
+    topic: Annotated[str, topic_option("Topic to produce to (created, compacted).")],
     count: Annotated[int, typer.Option(min=1, help="Records to produce.")] = 500,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions of a new topic.")] = 3,
     seed: Annotated[int, typer.Option(help="Random seed of the stream.")] = 7,
@@ -76,11 +83,9 @@ def samples(
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
     from eventlake.kafka import KafkaConnectionError, check_connection
     from eventlake.local.samples import produce_samples
-    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers)
-    with refused(InvalidTopicNameError, KafkaConnectionError):
-        check_topic_name(topic, "--topic")
+    with refused(KafkaConnectionError):
         check_connection(settings)
     produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
     typer.echo(

@@ -20,6 +20,7 @@ from eventlake.cli.common import (
     job_settings,
     refused,
     stopped_with_a_line,
+    topic_option,
 )
 
 if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
 
 @app.command("compaction-check")
 def compaction_check(
-    topic: Annotated[list[str], typer.Option("--topic", help="Topic to check; repeatable.")],
+    topic: Annotated[list[str], topic_option("Topic to check; repeatable.")],
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
@@ -45,13 +46,10 @@ def compaction_check(
         require_topics,
     )
     from eventlake.spark import SETUP_ERRORS, build_spark_session
-    from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*SETUP_ERRORS, InvalidTopicNameError, KafkaConnectionError, UnknownTopicError):
-        # Refused in a sentence before Spark starts: a bad name, no broker, no such topic.
-        for name in topic:
-            check_topic_name(name, "--topic")
+    with refused(*SETUP_ERRORS, KafkaConnectionError, UnknownTopicError):
+        # Refused in a sentence before Spark starts: no broker, no such topic.
         check_connection(settings)
         require_topics(settings, topic)
         spark = build_spark_session(settings, app_name="eventlake-compaction-check")
@@ -77,7 +75,7 @@ def compaction_check(
 def status(
     topic: Annotated[
         list[str] | None,
-        typer.Option("--topic", help="Only the checkpoints reading this topic; repeatable."),
+        topic_option("Only the checkpoints reading this topic; repeatable."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
     bootstrap_servers: BootstrapOption = None,

@@ -27,10 +27,10 @@ from eventlake.orchestration.topics import (
     check_topic,
     parse_offsets_json,
     topic_offsets,
-    topic_schema,
 )
 from eventlake.settings import Settings
 from eventlake.status import streams_reading
+from eventlake.topic_names import topic_name_schema
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -53,7 +53,7 @@ class IngestParams:
             "Kafka topics to ingest; one spark-submit per topic.",
             flag="--topic",
             type="array",
-            items=topic_schema(),
+            items=topic_name_schema(),
             minItems=1,
             uniqueItems=True,
         )

@@ -23,8 +23,9 @@ from eventlake.orchestration.options import (
     switch,
 )
 from eventlake.orchestration.submit import submit_kwargs
-from eventlake.orchestration.topics import check_topic, topic_schema
+from eventlake.orchestration.topics import check_topic
 from eventlake.settings import Settings
+from eventlake.topic_names import topic_name_schema
 
 #: Default VACUUM retention of the maintenance DAG: Delta's safety default (7 days).
 MAINTENANCE_RETENTION_HOURS: Final = 168.0
@@ -80,7 +81,7 @@ class MaintenanceParams:
         "State topics",
         "Compacted topics to check for missed tombstones; empty: every "
         "state table in the warehouse.",
-        items=topic_schema(),
+        items=topic_name_schema(),
         flag="--topic",
     )
 

@@ -91,7 +91,7 @@ def selection(
     Example:
         >>> @dataclass(frozen=True)
         ... class Params:
-        ...     topics: tuple[str, ...] = selection("Topics", "Empty: all.", items=topic_schema())
+        ...     topics: tuple[str, ...] = selection("Topics", "All.", items=topic_name_schema())
         >>> Params().topics
         ()
     """

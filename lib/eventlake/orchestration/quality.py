@@ -19,7 +19,7 @@ from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS
-from eventlake.topic_names import TOPIC_NAME_PATTERN
+from eventlake.topic_names import topic_name_schema
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,7 @@ class QualityParams:
             "Topic",
             "Check only this topic's events; empty: every topic.",
             flag="--topic",
-            type=["null", "string"],
-            pattern=TOPIC_NAME_PATTERN,
+            **topic_name_schema(nullable=True),
         ),
     )
     dry_run: bool = switch("Dry run", "Only log the spark-submit command; check nothing.")

@@ -8,11 +8,10 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from eventlake.offset_specs import offsets_json_problem
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.topic_names import TOPIC_NAME_PATTERN, InvalidTopicNameError, check_topic_name
+from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 
 def check_topic(name: str) -> str:
@@ -30,17 +29,6 @@ def check_topic(name: str) -> str:
         return check_topic_name(name)
     except InvalidTopicNameError as error:
         raise OrchestrationError(str(error)) from None
-
-
-def topic_schema() -> dict[str, Any]:
-    """A legal topic name as JSON schema, for the items of a DAG's list of topics (Kafka
-    also refuses ``.`` and ``..``).
-
-    Example:
-        >>> topic_schema()["not"]
-        {'enum': ['.', '..']}
-    """
-    return {"type": "string", "pattern": TOPIC_NAME_PATTERN, "not": {"enum": [".", ".."]}}
 
 
 def parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:

@@ -31,7 +31,7 @@ from eventlake.binding import (
 from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
 from eventlake.offset_specs import run_offsets_problem
 from eventlake.streaming import AVAILABLE_NOW, trigger_problem
-from eventlake.topic_names import is_topic_name
+from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 KEEP: Final = "keep"
 ATTRIBUTE_PREFIX: Final = "attribute:"
@@ -102,8 +102,10 @@ class RepublishRequest:
 
     def __post_init__(self) -> None:
         for option, topic in (("--source", self.source), ("--target", self.target)):
-            if not is_topic_name(topic):
-                raise RepublishError(f"{option} {topic!r} is not a Kafka topic name")
+            try:
+                check_topic_name(topic, option)
+            except InvalidTopicNameError as error:
+                raise RepublishError(str(error)) from None
         if self.checkpoint_name is not None:
             try:
                 check_checkpoint_name(self.checkpoint_name)
