@@ -105,6 +105,28 @@ def test_every_missing_topic_is_named_in_one_sentence(
         require_topics(settings, ["gone-a", topic_name, "gone-b"])
 
 
+def test_a_misspelt_topic_is_refused_with_the_topic_it_resembles(
+    broker: LocalBroker, settings: Settings, topic_name: str
+) -> None:
+    create_topic(settings, topic_name)
+
+    with pytest.raises(UnknownTopicError, match=f"did you mean '{topic_name}'"):
+        require_topics(settings, [topic_name[:-1]])
+
+
+def test_an_unknown_topic_like_none_there_is_told_the_topics_there() -> None:
+    existing = ["__consumer_offsets", *(f"topic-{n:02}" for n in range(10))]
+    message = unknown_topics_message(["zzz"], "k:9092", None, existing)
+
+    assert "its topics are 'topic-00', 'topic-01'," in message
+    assert "'topic-07' and 2 more." in message
+    assert "__consumer_offsets" not in message
+
+
+def test_an_unknown_topic_on_an_empty_cluster_is_told_so() -> None:
+    assert "it has no topics." in unknown_topics_message(["zzz"], "k:9092", None, [])
+
+
 def test_a_missing_topic_behind_credentials_may_be_one_they_cannot_see() -> None:
     message = unknown_topics_message(["orders"], "k:9093", "ingest-bot")
 

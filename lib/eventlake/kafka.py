@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import time
@@ -154,8 +155,18 @@ def missing_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
     """
     if not topics:
         return []
-    existing = make_admin(settings).list_topics(timeout=timeout).topics
+    existing = cluster_topics(settings, timeout)
     return [topic for topic in topics if topic not in existing]
+
+
+def cluster_topics(settings: Settings, timeout: float = 15.0) -> set[str]:
+    """The names of every topic the cluster has (that these credentials may describe).
+
+    Example:
+        >>> "orders" in cluster_topics(settings)
+        True
+    """
+    return set(make_admin(settings).list_topics(timeout=timeout).topics)
 
 
 class TopicPatternError(ValueError):
@@ -174,10 +185,15 @@ def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
         Traceback (most recent call last):
         UnknownTopicError: Topic 'custmers' does not exist on Kafka at 127.0.0.1:9092 ...
     """
-    missing = missing_topics(settings, topics, timeout)
+    if not topics:
+        return
+    existing = cluster_topics(settings, timeout)
+    missing = [topic for topic in topics if topic not in existing]
     if missing:
         user = settings.kafka_options.get("sasl.username")
-        raise UnknownTopicError(unknown_topics_message(missing, settings.bootstrap_servers, user))
+        raise UnknownTopicError(
+            unknown_topics_message(missing, settings.bootstrap_servers, user, existing)
+        )
 
 
 def require_topic_pattern(spark: SparkSession, pattern: str) -> None:
@@ -209,12 +225,20 @@ def require_topic_pattern(spark: SparkSession, pattern: str) -> None:
         ) from None
 
 
-def unknown_topics_message(missing: Sequence[str], servers: str, user: str | None) -> str:
-    """What :func:`require_topics` says about ``missing`` topics.
+#: How many of the cluster's topics an unknown topic's message names at most.
+_TOPICS_NAMED: Final = 8
+
+
+def unknown_topics_message(
+    missing: Sequence[str], servers: str, user: str | None, existing: Iterable[str] = ()
+) -> str:
+    """What :func:`require_topics` says about ``missing`` topics, given the cluster's
+    ``existing`` ones: the names closest to a missing one (a typo), else the topics there
+    (Kafka's internal ``__`` topics left out).
 
     Example:
-        >>> unknown_topics_message(["ordrs"], "k:9092", None)[:44]
-        "Topic 'ordrs' does not exist on Kafka at k:9"
+        >>> unknown_topics_message(["ordrs"], "k:9092", None, ["orders", "payments"])
+        "Topic 'ordrs' does not exist on Kafka at k:9092: did you mean 'orders'? ..."
     """
     names = ", ".join(repr(topic) for topic in missing)
     # With ACLs, a topic a user may not describe is left out of the cluster's answer too.
@@ -222,9 +246,23 @@ def unknown_topics_message(missing: Sequence[str], servers: str, user: str | Non
     hidden = f" (or user {user!r} may not describe {'them' if plural else 'it'})" if user else ""
     return (
         f"Topic{'s' if plural else ''} {names} {'do' if plural else 'does'} not exist on "
-        f"Kafka at {servers}{hidden}: check the name (`kcat -b {servers} -L` lists the "
-        "topics there), or create the topic first."
+        f"Kafka at {servers}{hidden}: {_what_is_there(missing, existing)} Check the name, "
+        "or create the topic first."
     )
+
+
+def _what_is_there(missing: Sequence[str], existing: Iterable[str]) -> str:
+    topics = sorted(t for t in existing if not t.startswith("__"))
+    close = dict.fromkeys(
+        near for topic in missing for near in difflib.get_close_matches(topic, topics, n=3)
+    )
+    if close:
+        return f"did you mean {' or '.join(repr(t) for t in close)}?"
+    if not topics:
+        return "it has no topics."
+    shown = ", ".join(repr(t) for t in topics[:_TOPICS_NAMED])
+    more = len(topics) - _TOPICS_NAMED
+    return f"its topics are {shown}{f' and {more} more' if more > 0 else ''}."
 
 
 #: Texts of Java client and Spark errors that mean Kafka did not answer in time.
