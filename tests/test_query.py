@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
@@ -155,3 +158,19 @@ def test_eventlake_views_stopped_by_a_signal_prints_a_line_and_no_statement(
     assert result.output.rstrip().endswith(
         "views: stopped by SIGINT; nothing was printed; run it again"
     )
+
+
+def test_sql_that_fails_on_a_row_says_so_in_a_sentence_without_a_java_stack_trace(
+    spark: SparkSession, warehouse_settings: LocalSettings
+) -> None:
+    # Its own process: the JVM's log goes to the stderr it was started with.
+    _tables(spark, warehouse_settings)
+    sql = "SELECT raise_error(concat('no amount in ', id)) FROM events"
+    command = [sys.executable, "-m", "eventlake.cli", "query", sql]
+    env = {**os.environ, "EVENTLAKE_WAREHOUSE": str(warehouse_settings.warehouse)}
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+
+    assert done.returncode == 2, done.stderr
+    assert "error: [USER_RAISED_EXCEPTION] no amount in e-1" in done.stderr
+    assert "\tat org.apache.spark" not in done.stderr, done.stderr

@@ -27,6 +27,7 @@ from eventlake.event_types import (
     view_names,
 )
 from eventlake.settings import Settings
+from eventlake.spark import task_failures_unlogged
 from eventlake.tables import EVENTS, delta_path_sql, warehouse_tables
 from eventlake.text_table import text_table
 
@@ -116,10 +117,13 @@ def run_query(
     # is said once, by QueryError.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     try:
-        frame = spark.sql(sql)
-        if output_format == "json":
-            return "\n".join(frame.limit(limit).toJSON().collect())
-        rows = frame.limit(limit).collect()
+        # SQL that fails on a row (a cast, raise_error) fails its task: the JVM would log
+        # the task's stack trace above the QueryError's one sentence.
+        with task_failures_unlogged(spark):
+            frame = spark.sql(sql)
+            if output_format == "json":
+                return "\n".join(frame.limit(limit).toJSON().collect())
+            rows = frame.limit(limit).collect()
     except PySparkException as error:
         raise QueryError(query_error_text(str(error))) from None
     columns = frame.columns

@@ -409,6 +409,40 @@ def ignore_sigterm_in_jvm(spark: SparkSession) -> None:
     jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), ignore)
 
 
+#: The driver's loggers that report a failed task with its stack trace: the executor's
+#: "Exception in task" (a local master runs the tasks in the driver's JVM) and the
+#: scheduler's "Lost task" and "aborting job".
+TASK_FAILURE_LOGGERS: Final = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+)
+
+
+@contextmanager
+def task_failures_unlogged(spark: SparkSession) -> Iterator[None]:
+    """Keep the driver's JVM from logging failed tasks in the block, for work whose
+    failure the command reports itself in a sentence (``eventlake query``: SQL that fails
+    on a row, such as a cast, would otherwise print Java stack traces above the one line
+    that says it). Log4j 2's public ``Configurator``; the levels are restored after.
+
+    Example:
+        >>> with task_failures_unlogged(spark):
+        ...     spark.sql("SELECT raise_error(id) FROM events").collect()  # raises, logs nothing
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log4j = jvm.org.apache.logging.log4j
+    configurator = log4j.core.config.Configurator
+    previous = {name: log4j.LogManager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
+    for name in TASK_FAILURE_LOGGERS:
+        configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name, level in previous.items():
+            configurator.setLevel(name, level)
+
+
 @contextmanager
 def session_conf(spark: SparkSession, overrides: Mapping[str, str]) -> Iterator[None]:
     """Set Spark session confs for the block only; restore the previous values after
