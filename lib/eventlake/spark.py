@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -348,16 +350,18 @@ def build_spark_session(
     When a session already runs in this process (a test session, a spark-submit driver),
     it is returned as-is: Spark allows one per JVM.
     """
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
     builder = SparkSession.builder.appName(app_name)
     submitted = SparkConf()
+    context_conf = SparkConf().setAppName(app_name)
     if submitted.contains("spark.master"):
         # Under spark-submit, --master (e.g. from Airflow's spark_default connection)
         # wins, and the conf follows the master the job really runs on.
         settings = settings.model_copy(update={"spark_master": submitted.get("spark.master")})
     else:
         builder = builder.master(settings.spark_master)
+        context_conf.setMaster(settings.spark_master)
     if driver_on_loopback(settings.spark_master):
         # Read by the JVM at start-up, before any Spark conf applies.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -366,7 +370,19 @@ def build_spark_session(
     conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
     for key, value in conf.items():
         builder = builder.config(key, value)
+        context_conf.set(key, value)
+    # PySpark sets a SIGINT handler of its own as the last step of starting a context,
+    # which calls the JVM from the main thread, maybe inside a call to it already (a
+    # traceback instead of a stop): the context is started here, and eventlake's stop
+    # handling (eventlake.stop_signals) put back at once, before the session's start.
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    sigint_handler = signal.getsignal(signal.SIGINT) if on_main_thread else None
     try:
+        try:
+            SparkContext.getOrCreate(context_conf)
+        finally:
+            if sigint_handler is not None:
+                signal.signal(signal.SIGINT, sigint_handler)
         spark = builder.getOrCreate()
     except Exception as error:
         # The standalone client gives up after three registrations of 20 s each and

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -33,6 +34,40 @@ if TYPE_CHECKING:
 
 #: The signals that ask a job to stop.
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+#: A signal this soon after the first is the same stop, not a second one: GNU timeout
+#: signals the command and then its whole process group, so the command gets it twice.
+SAME_STOP_SECONDS: Final = 1.0
+#: Set once a run's own signal handling (:meth:`StopSignals.installed`) has begun.
+_WORK_BEGAN = threading.Event()
+
+
+def stop_while_starting(job: str) -> None:
+    """Until a run's own signal handling begins, SIGTERM or SIGINT ends the process at
+    once with ``<job>: stopped by <signal> while starting; nothing was done`` and exit 0
+    (after a run's handling ended: ``...; what it committed stays``). For the start of a
+    job command: the imports, the checks, the Spark session's start, the reads before
+    the work, where a stop otherwise gave a traceback (PySpark's own SIGINT handler
+    calls the JVM, from the main thread that may be inside a call to it already) or
+    exit 143. Only on the main thread, where Python lets handlers be set.
+
+    Example:
+        >>> stop_while_starting("ingest")  # SIGINT now: "ingest: stopped by SIGINT while ..."
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if _WORK_BEGAN.is_set():
+            print(f"{job}: stopped by {name}; what it committed stays", flush=True)
+        else:
+            print(f"{job}: stopped by {name} while starting; nothing was done", flush=True)
+        # At once: the main thread may be inside a py4j call, and the JVM this process
+        # started ends with it (its standard input closes).
+        os._exit(0)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, stop)
 
 
 class StopSignals:
@@ -46,6 +81,7 @@ class StopSignals:
         self.stopping = stopping
         self.on_stop = on_stop
         self.signal_name: str | None = None
+        self._first_at = 0.0
         #: Set when :meth:`installed` ends: an ``on_stop`` that repeats itself stops then.
         self.finished = threading.Event()
 
@@ -53,9 +89,12 @@ class StopSignals:
         """The handler of :data:`STOP_SIGNALS` while :meth:`installed`."""
         name = signal.Signals(signum).name
         if self.signal_name is not None:
+            if time.monotonic() - self._first_at < SAME_STOP_SECONDS:
+                return  # the same stop, delivered twice (timeout(1))
             print(f"{self.job}: second signal ({name}): stopping at once", flush=True)
             os._exit(128 + signum)
         self.signal_name = name
+        self._first_at = time.monotonic()
         print(
             f"{self.job}: {name} received: {self.stopping} (a second signal stops at once)",
             flush=True,
@@ -76,6 +115,7 @@ class StopSignals:
             finally:
                 self.finished.set()
             return
+        _WORK_BEGAN.set()
         previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
         try:
             yield

@@ -32,6 +32,7 @@ from typer.models import CommandInfo
 from eventlake.cli import cluster, jobs, local, reports
 from eventlake.cli.common import app, leave_without_collecting, prose
 from eventlake.settings import InvalidSettingError
+from eventlake.stop_signals import stop_while_starting
 
 __all__ = ["app", "cluster", "command", "jobs", "local", "main", "reports"]
 
@@ -51,6 +52,13 @@ COMMAND_ORDER: Final = (
     "check",
     "demo",
     "class-archive",
+)
+
+#: The commands that stop cleanly on SIGTERM or SIGINT (README: "a job stops cleanly"),
+#: from their start on (:func:`eventlake.stop_signals.stop_while_starting`).
+STOPPABLE_COMMANDS: Final = frozenset(
+    {"ingest", "republish", "check", "reconcile", "maintain", "compaction-check", "query"}
+    | {"types", "views"}
 )
 
 
@@ -116,7 +124,12 @@ def command(arguments: Sequence[str] | None = None) -> None:
     Example:
         $ eventlake check --topic orders     # ends ~1 s sooner than main() would
     """
+    given = list(sys.argv[1:] if arguments is None else arguments)
+    if given and given[0] in STOPPABLE_COMMANDS:
+        # From the process's first moment: a stop while the command starts (imports,
+        # checks, the Spark session's start) ends it with a line, not a traceback.
+        stop_while_starting(given[0])
     try:
-        main(arguments)
+        main(given)
     finally:
         leave_without_collecting()
