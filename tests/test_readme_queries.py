@@ -50,11 +50,11 @@ def test_the_readmes_queries_run_and_answer(
         warehouse_settings,
         topic_name,
         [
-            _event(1, PAID, "order/1", "2026-11-25T10:15:00Z", 5.5),
-            _event(2, PAID, "order/1", "2026-11-25T11:20:00Z", 7.25),
-            _event(3, PAID, "order/2", "2026-11-25T10:40:00Z", 1.0),
+            _event(1, PAID, "order/1", "2026-01-01T10:15:00Z", 5.5),
+            _event(2, PAID, "order/1", "2026-01-01T11:20:00Z", 7.25),
+            _event(3, PAID, "order/2", "2026-01-01T10:40:00Z", 1.0),
             _event(4, PAID, "order/3", "2026-11-26T08:00:00Z", 100.0),
-            _event(5, "com.example.order.created", "order/2", "2026-11-25T10:05:00Z", 0),
+            _event(5, "com.example.order.created", "order/2", "2026-01-01T10:05:00Z", 0),
         ],
     )
     register_tables(spark, warehouse_settings)
@@ -78,7 +78,7 @@ def test_the_readmes_delta_rs_snippet_reads_the_events_table(
         spark,
         warehouse_settings,
         topic_name,
-        [_event(n, PAID, "order/1", "2026-11-25T10:00:00Z", 2.5) for n in range(4)],
+        [_event(n, PAID, "order/1", "2026-01-01T10:00:00Z", 2.5) for n in range(4)],
     )
     (snippet,) = [block for block in _blocks("python") if "deltalake" in block]
     events = Path(warehouse_settings.table_path("events"))

@@ -321,6 +321,19 @@ def test_the_progress_line_gives_the_last_batchs_records_seconds_rate_and_lag() 
     )
 
 
+def test_the_progress_line_gives_the_records_the_job_counted_not_spark_reads_of_them() -> None:
+    # Spark counted 4000 input rows: the batch's 2000 records, read twice (rejects again).
+    line = _progress_line("ingest", _progress(4000, 2.0, 0), None, {7: 2000}.get)
+
+    assert "last batch 7: 2000 records in 2.0 s, 1000 records/s" in line
+
+
+def test_the_progress_line_says_idle_when_no_batch_ran_since_the_last_line() -> None:
+    line = _progress_line("ingest", _progress(4000, 2.0, 0), None, {7: 2000}.get, shown=7)
+
+    assert line == "ingest: running; idle: no new records, lag 0 offsets (largest per partition)"
+
+
 def test_the_progress_line_of_a_trigger_that_found_nothing_says_idle() -> None:
     line = _progress_line("ingest", _progress(0, 0.1, 0), None)
 

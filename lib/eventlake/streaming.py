@@ -209,14 +209,20 @@ class ClaimedCheckpoint:
             'batches=2 read=10 events=9 rejects=1'
         """
 
+        records: dict[int, int] = {}
+
         def counted(batch: DataFrame, batch_id: int) -> None:
             counts = write_batch(batch, batch_id)
             # Counted only once the batch is written: a batch that fails is not counted.
             summary.add_batch(counts)
-            print(f"{self.job}: batch {batch_id} done, {sum(counts.values())} records", flush=True)
+            records.clear()  # only the last batch's count is asked for
+            records[batch_id] = sum(counts.values())
+            print(f"{self.job}: batch {batch_id} done, {records[batch_id]} records", flush=True)
 
         spec = StreamSpec(self.job, options, self.folder, self.trigger, progress_seconds)
-        outcome = run_stream(spark, spec, counted, progress=summary.counts_text, idle=idle)
+        outcome = run_stream(
+            spark, spec, counted, progress=summary.counts_text, idle=idle, records=records.get
+        )
         summary.stopped_by = outcome.stopped_by
 
 
@@ -309,11 +315,13 @@ def run_stream(
     *,
     progress: Callable[[], str] | None = None,
     idle: Callable[[], None] | None = None,
+    records: Callable[[int], int | None] | None = None,
 ) -> StreamOutcome:
     """Run ``write_batch`` on every micro-batch of the Kafka source until the run ends.
 
     ``progress`` gives the job's counts for the progress line printed every
-    ``spec.progress_seconds``; the runner adds the source's rate and lag. ``idle`` is
+    ``spec.progress_seconds``; the runner adds the last batch's records (``records``:
+    as the job counted them, by batch id), seconds, rate and lag. ``idle`` is
     called every ``POLL_SECONDS`` while no batch runs (work that waits for a quiet
     moment: Spark starts no batch while the topic is quiet); an error of it stops the
     stream and is raised.
@@ -338,6 +346,7 @@ def run_stream(
     with stopper.installed():
         query = writer.start()
         next_progress = time.monotonic() + spec.progress_seconds
+        shown: int | None = None  # the batch the last progress line was about
         try:
             while not query.awaitTermination(POLL_SECONDS):
                 if stopper.signal_name is not None and not stopper.batch_running:
@@ -353,7 +362,10 @@ def run_stream(
                         raise
                 if spec.progress_seconds and time.monotonic() >= next_progress:
                     next_progress = time.monotonic() + spec.progress_seconds
-                    print(_progress_line(spec.job, query.lastProgress, progress), flush=True)
+                    last = query.lastProgress
+                    line = _progress_line(spec.job, last, progress, records, shown=shown)
+                    print(line, flush=True)
+                    shown = None if last is None else last.batchId
         except StreamingQueryException:
             if stopper.abandoned_batch is None:
                 failure = stopper.batch_error
@@ -379,11 +391,19 @@ def run_stream(
 
 
 def _progress_line(
-    job: str, last: StreamingQueryProgress | None, progress: Callable[[], str] | None
+    job: str,
+    last: StreamingQueryProgress | None,
+    progress: Callable[[], str] | None,
+    records: Callable[[int], int | None] | None = None,
+    *,
+    shown: int | None = None,
 ) -> str:
     """``<job>: running; <counts>; last batch N: R records in S s, X records/s, lag L``, or
     ``...; idle: no new records, lag L`` when Spark's last progress is a trigger that found
-    nothing to read (Spark reports those too, as batches of 0 records).
+    nothing to read (Spark reports those too, as batches of 0 records) or the batch the
+    previous line (``shown``) was about. R is the batch's records as the job counted them
+    (``records``): Spark's ``numInputRows`` counts a row once per read of the batch, twice
+    for a batch whose rejects are read again.
 
     Example:
         >>> _progress_line("ingest", idle_progress, None)
@@ -399,12 +419,15 @@ def _progress_line(
             if "maxOffsetsBehindLatest" in (source.metrics or {})
         ]
         lag_text = f", lag {max(lag)} offsets (largest per partition)" if lag else ""
-        if not last.numInputRows:
+        if not last.numInputRows or last.batchId == shown:
             parts.append("idle: no new records" + lag_text)
         else:
+            counted = None if records is None else records(last.batchId)
+            rows = last.numInputRows if counted is None else counted
             seconds = (last.durationMs or {}).get("triggerExecution", 0) / 1000
+            rate = rows / seconds if seconds else 0.0
             parts.append(
-                f"last batch {last.batchId}: {last.numInputRows} records in {seconds:.1f} s, "
-                f"{float(last.processedRowsPerSecond or 0.0):.0f} records/s" + lag_text
+                f"last batch {last.batchId}: {rows} records in {seconds:.1f} s, "
+                f"{rate:.0f} records/s" + lag_text
             )
     return "; ".join(parts)

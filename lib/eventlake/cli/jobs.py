@@ -371,6 +371,8 @@ def republish(
     Records that cannot be republished go to the rejects table with a reason.
 
     Example: eventlake republish --source raw --target orders --key-mapper partitionkey
+    --cleanup-policy compact (a new target is created with the policy given; default:
+    delete, as Kafka's)
     """
     from eventlake.idle import nothing_to_send
     from eventlake.republish import (

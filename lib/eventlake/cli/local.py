@@ -77,7 +77,10 @@ def samples(
     topic: Annotated[str, topic_option("Topic to produce to (created, compacted).")],
     count: Annotated[int, typer.Option(min=1, help="Records to produce.")] = 500,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions of a new topic.")] = 3,
-    seed: Annotated[int, typer.Option(help="Random seed of the stream.")] = 7,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Random seed: the same seed gives the same records (default: new ones)."),
+    ] = None,
     bootstrap_servers: BootstrapOption = None,
 ) -> None:
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""

@@ -2,7 +2,7 @@
 
 1. start the local Kafka broker;
 2. produce a realistic mixed stream to a keyed, compacted topic (binary and structured
-   events, several types, updates and tombstones per entity, ~5% invalid records);
+   events, several types, updates and tombstones per entity, ~3% invalid records);
 3. start a local Airflow (:mod:`eventlake.local.airflow`) on the project's DAGs, with the
    topic configured as a state topic and one re-key route;
 4. trigger ``eventlake_ingest``, then ``eventlake_republish`` and ``eventlake_quality``,
@@ -29,9 +29,6 @@ from eventlake.local.settings import LocalSettings
 DEMO_TOPIC: Final = "demo.orders"
 #: The re-key route of the demo: the same events keyed by the partitionkey extension.
 DEMO_TARGET: Final = "demo.orders.by-entity"
-#: The demo stream holds ~5% invalid records on purpose (they land in rejects); the
-#: quality rule on the rejects rate is set above that so the demo's quality run passes.
-DEMO_QUALITY: Final = {"defaults": {"max_rejects_rate": 0.1}}
 QUERIES: Final = (
     (
         "events by content mode and type",
@@ -85,7 +82,6 @@ def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
         "EVENTLAKE_TOPICS": topic,
         "EVENTLAKE_STATE_TOPICS": json.dumps([topic]),
         "EVENTLAKE_REPUBLISH_ROUTES": json.dumps([route]),
-        "EVENTLAKE_QUALITY": json.dumps(DEMO_QUALITY),
     }
 
 
