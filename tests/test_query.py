@@ -9,6 +9,7 @@ import sys
 from decimal import Decimal
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
@@ -22,6 +23,7 @@ from eventlake.query import (
     run_query,
     view_statements,
     views_sql,
+    write_statement_problem,
 )
 from eventlake.settings import Settings
 from eventlake.tables import EVENTS_SCHEMA, ensure_table, state_path
@@ -174,3 +176,52 @@ def test_sql_that_fails_on_a_row_says_so_in_a_sentence_without_a_java_stack_trac
     assert done.returncode == 2, done.stderr
     assert "error: [USER_RAISED_EXCEPTION] no amount in e-1" in done.stderr
     assert "\tat org.apache.spark" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "  (SELECT 1)",
+        "-- the count\nselect count(*) FROM events",
+        "/* c */ WITH a AS (SELECT 1 AS x) SELECT * FROM a",
+        "DESCRIBE HISTORY events",
+        "SHOW TABLES",
+        "SELECT 'delete from events' AS text",
+    ],
+)
+def test_statements_that_read_are_run(sql: str) -> None:
+    assert write_statement_problem(sql) is None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM events WHERE id = 'x'",
+        "-- tidy up\ndelete from events",
+        "WITH a AS (SELECT 1) INSERT INTO events SELECT * FROM a",
+        "UPDATE events SET id = 'x'",
+        "MERGE INTO events t USING events s ON t.id = s.id WHEN MATCHED THEN DELETE",
+        "DROP TABLE events",
+        "OPTIMIZE events",
+    ],
+)
+def test_statements_that_write_are_refused_with_what_to_use(sql: str) -> None:
+    problem = write_statement_problem(sql)
+    assert problem is not None
+    assert "bypass the jobs' ledger" in problem
+
+
+def test_a_delete_through_query_is_refused_and_changes_nothing(
+    spark: SparkSession, warehouse_settings: LocalSettings
+) -> None:
+    _tables(spark, warehouse_settings)
+    register_tables(spark, warehouse_settings)
+    events = DeltaTable.forPath(spark, str(warehouse_settings.warehouse / "events"))
+    before = events.history(1).collect()[0]["version"]
+
+    with pytest.raises(QueryError, match="not DELETE"):
+        run_query(spark, "DELETE FROM events")
+
+    assert events.history(1).collect()[0]["version"] == before
+    assert run_query(spark, "SELECT count(*) AS n FROM events").splitlines()[2].strip() == "1"

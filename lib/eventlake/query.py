@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from typing import Final
 
 from pyspark.sql import SparkSession
 
@@ -98,6 +99,42 @@ class QueryError(RuntimeError):
     """The SQL of a query failed: Spark's message, without its stack or plan."""
 
 
+#: The statements ``eventlake query`` refuses, by their first word: those that change
+#: tables (Spark's and Delta's). A change made there would bypass the jobs and their ledger
+#: (an event deleted there would never land again). Other words go to Spark, which says
+#: what it cannot parse.
+WRITE_STATEMENTS: Final = frozenset(
+    {"ALTER", "ANALYZE", "CONVERT", "COPY", "CREATE", "DELETE", "DROP", "FSCK", "GENERATE"}
+    | {"INSERT", "LOAD", "MERGE", "MSCK", "OPTIMIZE", "REORG", "REPAIR", "REPLACE"}
+    | {"RESTORE", "TRUNCATE", "UPDATE", "VACUUM"}
+)
+_LEADING: Final = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.DOTALL)
+_WRITE_AFTER_WITH: Final = re.compile(
+    r"\b(?:INSERT\s+(?:INTO|OVERWRITE)|DELETE\s+FROM|UPDATE|MERGE\s+INTO)\b", re.IGNORECASE
+)
+
+
+def write_statement_problem(sql: str) -> str | None:
+    """Why ``eventlake query`` refuses ``sql`` (a statement that is not a read), or None.
+
+    Example:
+        >>> write_statement_problem("SELECT count(*) FROM events") is None
+        True
+        >>> write_statement_problem("DELETE FROM events WHERE id = 'x'")[:40]
+        'eventlake query runs statements that rea'
+    """
+    rest = _LEADING.sub("", sql, count=1)
+    first = rest.split(None, 1)[0].upper() if rest.strip() else ""
+    if first not in WRITE_STATEMENTS and not (first == "WITH" and _WRITE_AFTER_WITH.search(rest)):
+        return None
+    return (
+        f"eventlake query runs statements that read, not {first}: a change made here would "
+        "bypass the jobs' ledger of what has landed. Change tables with the jobs (eventlake "
+        "ingest --full-refresh, reconcile, maintain), or in a Spark session of your own "
+        "(eventlake views)."
+    )
+
+
 def run_query(
     spark: SparkSession, sql: str, *, output_format: str = "table", limit: int = 50
 ) -> str:
@@ -113,6 +150,9 @@ def run_query(
     """
     from pyspark.errors import PySparkException
 
+    problem = write_statement_problem(sql)
+    if problem is not None:
+        raise QueryError(problem)
     # PySpark also logs a failed query's error as a JSON line, stack included: the error
     # is said once, by QueryError.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
