@@ -321,3 +321,14 @@ def test_maintain_command_dry_run_prints_each_table_and_a_summary(
     assert result.output.splitlines()[0].startswith("events: dry run, nothing changed")
     assert result.output.splitlines()[-1].startswith("maintenance (dry run): tables=1")
     assert delta_operations(warehouse_settings.table_path("events")) == ["WRITE", "WRITE"]
+
+
+def test_maintain_command_on_a_warehouse_without_tables_names_the_folder_it_looked_in(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    args = ["maintain", "--dry-run", "--warehouse", str(warehouse_settings.warehouse)]
+
+    result = CliRunner().invoke(app, args)
+
+    assert result.exit_code == 0, result.output
+    assert f"maintenance: no Delta tables under {warehouse_settings.warehouse}" in result.output

@@ -284,3 +284,14 @@ def test_status_says_when_a_topic_it_landed_is_no_longer_on_kafka(
     assert report.kafka_error is None and report.absent_topics == (topic_name,)
     assert sum(p.current_offset or 0 for p in report.checkpoints[0].positions) == 4
     assert f"  {absent_topic_line(topic_name)}" in report.render().splitlines()
+
+
+def test_status_without_checkpoints_names_the_warehouse_it_looked_in(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    result = CliRunner().invoke(app, ["status", "--warehouse", str(tmp_path / "lake")])
+
+    assert "no checkpoints: nothing has been ingested" in result.output
+    assert f"(warehouse {tmp_path / 'lake'}: EVENTLAKE_WAREHOUSE or --warehouse)" in result.output

@@ -263,6 +263,8 @@ def maintain(
             request,
             after_stop="the steps it finished stay; run it again for the rest",
         )
+    if not summary.tables:
+        typer.echo(f"maintenance: no Delta tables under {settings.warehouse}")
     typer.echo(summary.line())
     if summary.sweep_failed:
         raise typer.Exit(1)

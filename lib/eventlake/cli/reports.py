@@ -89,8 +89,11 @@ def status(
     """
     from eventlake.status import warehouse_status
 
-    report = warehouse_status(job_settings(bootstrap_servers, warehouse), topics=tuple(topic or ()))
+    settings = job_settings(bootstrap_servers, warehouse)
+    report = warehouse_status(settings, topics=tuple(topic or ()))
     typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render())
+    if not report.checkpoints and not as_json:
+        typer.echo(f"(warehouse {settings.warehouse}: EVENTLAKE_WAREHOUSE or --warehouse)")
     if report.kafka_error:
         raise typer.Exit(3)
 
