@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from eventlake.kafka import (
+    KafkaConnectionError,
     TopicPatternError,
     UnknownTopicError,
+    check_connection,
     create_topic,
     kafka_source_options,
     log_offsets,
@@ -185,3 +187,15 @@ def test_log_offsets_answer_for_every_partition_of_every_topic_asked(
 
     assert log_offsets(admin, asked) == {topic_name: {0: 3, 1: 1}, other: {0: 1}}
     assert log_offsets(admin, asked, start=True) == {topic_name: {0: 0, 1: 0}, other: {0: 0}}
+
+
+def test_a_broker_that_does_not_answer_is_waited_for_with_a_line_then_refused(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nowhere = settings.model_copy(update={"bootstrap_servers": "127.0.0.1:9"})
+
+    with pytest.raises(KafkaConnectionError, match="did not answer within 3s"):
+        check_connection(nowhere, timeout=3.0)
+
+    waiting = capsys.readouterr().err
+    assert waiting == "Kafka at 127.0.0.1:9 does not answer yet; waiting up to 3 s\n"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -98,6 +99,10 @@ class KafkaConnectionError(RuntimeError):
     """The cluster cannot be reached or refuses our credentials; says what to check."""
 
 
+#: After this long without an answer, :func:`check_connection` says it is waiting.
+WAITING_SAID_AFTER_SECONDS: Final = 2.0
+
+
 def check_connection(settings: Settings, timeout: float = 15.0) -> None:
     """Fail fast with a clear message when the cluster is unreachable or the credentials
     are wrong, rather than letting a Spark job retry until it times out.
@@ -113,7 +118,8 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
     config["log_level"] = 0  # this probe reports what went wrong itself
     admin = AdminClient(config)
     failure: str | None = None
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    said_waiting = False
     while True:
         try:
             admin.list_topics(timeout=1.0)
@@ -122,8 +128,18 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
         except KafkaException as error:
             failure = str(error)
         admin.poll(0)  # serves error_cb, which carries authentication failures
-        if any("AUTHENTICATION" in e.upper() for e in errors) or time.monotonic() > deadline:
+        waited = time.monotonic() - started
+        if any("AUTHENTICATION" in e.upper() for e in errors) or waited > timeout:
             break
+        if not said_waiting and waited > WAITING_SAID_AFTER_SECONDS:
+            # A broker that restarts answers again within seconds: worth the wait, said once.
+            print(
+                f"Kafka at {settings.bootstrap_servers} does not answer yet; waiting up to "
+                f"{timeout:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            said_waiting = True
     auth = [e for e in [*errors, failure or ""] if "AUTHENTICATION" in e.upper()]
     if auth:
         user = settings.kafka_options.get("sasl.username", "?")
