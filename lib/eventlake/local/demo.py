@@ -2,7 +2,7 @@
 
 1. start the local Kafka broker;
 2. produce a realistic mixed stream to a keyed, compacted topic (binary and structured
-   events, several types, updates and tombstones per entity, ~3% invalid records);
+   events, several types, updates and tombstones per entity, ~2% invalid records);
 3. start a local Airflow (:mod:`eventlake.local.airflow`) on the project's DAGs, with the
    topic configured as a state topic and one re-key route;
 4. trigger ``eventlake_ingest``, then ``eventlake_republish`` and ``eventlake_quality``,
