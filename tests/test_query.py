@@ -85,6 +85,20 @@ def test_an_unknown_table_is_a_query_error_without_the_plan(spark: SparkSession)
     assert "UnresolvedRelation" not in str(raised.value)
 
 
+def test_an_unknown_table_is_told_the_tables_and_views_there(
+    spark: SparkSession, warehouse_settings: LocalSettings
+) -> None:
+    _tables(spark, warehouse_settings)
+    register_tables(spark, warehouse_settings)
+
+    with pytest.raises(QueryError) as raised:
+        run_query(spark, "SELECT * FROM evnts")
+
+    last = str(raised.value).splitlines()[-1]
+    assert last.startswith("The tables and views here: events, events_unique, ")
+    assert "state_orders_v1" in last
+
+
 def test_an_analysis_errors_plan_is_cut_after_its_sqlstate_line() -> None:
     message = "[X] `c` not found. SQLSTATE: 42703; line 1 pos 7;\n'Project ['c]\n+- Range (0, 2)\n"
 

@@ -165,12 +165,20 @@ def run_query(
                 return "\n".join(frame.limit(limit).toJSON().collect())
             rows = frame.limit(limit).collect()
     except PySparkException as error:
-        raise QueryError(query_error_text(str(error))) from None
+        text = query_error_text(str(error))
+        if error.getCondition() == "TABLE_OR_VIEW_NOT_FOUND":
+            text += f"\nThe tables and views here: {', '.join(_known_names(spark)) or 'none'}."
+        raise QueryError(text) from None
     columns = frame.columns
     cells = [[_cell(row[c]) for c in columns] for row in rows]
     lines = text_table(columns, cells)
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines)
+
+
+def _known_names(spark: SparkSession) -> list[str]:
+    """The temporary views a query can name (the tables, registered by name, and the views)."""
+    return sorted(table.name for table in spark.catalog.listTables() if table.isTemporary)
 
 
 def query_error_text(message: str) -> str:

@@ -170,7 +170,7 @@ def query(
     output_format: Annotated[
         str, typer.Option("--format", help="'table' or 'json' (JSON lines).")
     ] = "table",
-    limit: Annotated[int, typer.Option(help="Rows to print at most.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="Rows to print at most.")] = 50,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Run SQL over the warehouse's Delta tables, registered by name."""
