@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
@@ -239,3 +240,25 @@ def test_a_delete_through_query_is_refused_and_changes_nothing(
 
     assert events.history(1).collect()[0]["version"] == before
     assert run_query(spark, "SELECT count(*) AS n FROM events").splitlines()[2].strip() == "1"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["query", "SELECT 1"], "no Delta tables under"),
+        (["views"], "no Delta tables under"),
+        (["types"], "no events table under"),
+    ],
+    ids=["query", "views", "types"],
+)
+def test_a_warehouse_without_tables_is_refused_with_exit_2_and_what_to_run(
+    spark: SparkSession, tmp_path: Path, arguments: list[str], said: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from eventlake.cli import app
+
+    result = CliRunner().invoke(app, [*arguments, "--warehouse", str(tmp_path / "lake")])
+
+    assert result.exit_code == 2, result.output
+    assert f"{said} {tmp_path / 'lake'}: run `eventlake ingest` first" in result.output

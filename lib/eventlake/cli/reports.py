@@ -116,7 +116,7 @@ def types_command(
     settings = job_settings(warehouse=warehouse)
     path = settings.table_path(EVENTS)
     if not is_delta_table(path):
-        fail(f"no events table under {settings.warehouse}: run `eventlake ingest` first")
+        fail(f"no events table under {settings.warehouse}: run `eventlake ingest` first", code=2)
     with refused(*SETUP_ERRORS):
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
@@ -184,7 +184,7 @@ def query(
         spark = build_spark_session(settings, app_name="eventlake-query")
     names = register_tables(spark, settings)
     if not names:
-        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
+        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first", code=2)
     with refused(QueryError), stopped_with_a_line(spark, "query", "it changed nothing"):
         text = run_query(spark, sql, output_format=output_format, limit=limit)
     typer.echo(text)
@@ -208,5 +208,5 @@ def views(
     with stopped_with_a_line(spark, "views", "nothing was printed; run it again"):
         statements = view_statements(spark, settings)
     if not statements:
-        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first")
+        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first", code=2)
     typer.echo(views_sql(statements))
