@@ -180,9 +180,15 @@ class ClaimedCheckpoint:
         shown = ", ".join(
             f"{t}/{p}: {ends[(t, p)]} > {position.get((t, p), 0)}" for t, p in ahead[:5]
         )
+        # Said so that it reads as what it is (e.g. --state turned on for records that
+        # landed without it), not as a rewind that lands records again.
+        why = "a table restored" + (
+            ", or --state on for records landed without it" if self.job == "ingest" else ""
+        )
         print(
             f"{self.job}: checkpoint {self.folder.name} is ahead of what the tables hold "
-            f"({shown}); restarting it from the ledger",
+            f"({shown}: {why}); restarting it from the ledger: the tables get what they "
+            "lack, nothing twice",
             flush=True,
         )
         shutil.rmtree(self.spark_folder)
