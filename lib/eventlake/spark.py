@@ -352,15 +352,14 @@ def build_spark_session(
     """
     from pyspark import SparkConf, SparkContext
 
-    builder = SparkSession.builder.appName(app_name)
     submitted = SparkConf()
+    # One conf for the context started below and the session on it.
     context_conf = SparkConf().setAppName(app_name)
     if submitted.contains("spark.master"):
         # Under spark-submit, --master (e.g. from Airflow's spark_default connection)
         # wins, and the conf follows the master the job really runs on.
         settings = settings.model_copy(update={"spark_master": submitted.get("spark.master")})
     else:
-        builder = builder.master(settings.spark_master)
         context_conf.setMaster(settings.spark_master)
     if driver_on_loopback(settings.spark_master):
         # Read by the JVM at start-up, before any Spark conf applies.
@@ -368,9 +367,7 @@ def build_spark_session(
     # The secret reaches the driver's JVM through py4j: no command line, and the UI
     # redacts it (spark.redaction.regex).
     conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-        context_conf.set(key, value)
+    context_conf.setAll(list(conf.items()))
     # PySpark sets a SIGINT handler of its own as the last step of starting a context,
     # which calls the JVM from the main thread, maybe inside a call to it already (a
     # traceback instead of a stop): the context is started here, and eventlake's stop
@@ -383,7 +380,7 @@ def build_spark_session(
         finally:
             if sigint_handler is not None:
                 signal.signal(signal.SIGINT, sigint_handler)
-        spark = builder.getOrCreate()
+        spark = SparkSession.builder.config(conf=context_conf).getOrCreate()
     except Exception as error:
         # The standalone client gives up after three registrations of 20 s each and
         # stops the context it was building.
