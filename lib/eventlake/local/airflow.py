@@ -129,7 +129,9 @@ def airflow_environment(
             "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "240",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "60",
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
-            "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+            # INFO: a task's log holds what its job printed (the ingest summary, a
+            # dry run's commands); the components' own lines go to files in the home.
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(spark_connection),
             "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
             "EVENTLAKE_WAREHOUSE": str(settings.warehouse),

@@ -29,6 +29,13 @@ from eventlake.local.settings import LocalSettings
 DEMO_TOPIC: Final = "demo.orders"
 #: The re-key route of the demo: the same events keyed by the partitionkey extension.
 DEMO_TARGET: Final = "demo.orders.by-entity"
+#: The project's DAGs, every one unpaused by the demo.
+DEMO_DAGS: Final = (
+    "eventlake_ingest",
+    "eventlake_republish",
+    "eventlake_quality",
+    "eventlake_maintenance",
+)
 QUERIES: Final = (
     (
         "events by content mode and type",
@@ -122,7 +129,9 @@ def run_demo(
     airflow.start()
     states: dict[str, str] = {}
     try:
-        for dag_id in ("eventlake_ingest", "eventlake_republish", "eventlake_quality"):
+        # Every DAG unpaused, maintenance too: a run triggered in the UI of `make
+        # demo-ui` would otherwise stay queued with no word why.
+        for dag_id in DEMO_DAGS:
             airflow.wait_for_dag(dag_id)
             airflow.unpause(dag_id)
         states["eventlake_ingest"] = _run(airflow, "eventlake_ingest", step)
