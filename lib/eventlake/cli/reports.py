@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -25,6 +25,7 @@ from eventlake.cli.common import (
 
 if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
     from eventlake.event_types import TypeColumns
+    from eventlake.settings import Settings
 
 
 @app.command("compaction-check")
@@ -98,6 +99,15 @@ def status(
         raise typer.Exit(3)
 
 
+def refuse_empty_warehouse(settings: Settings, missing: str = "Delta tables") -> NoReturn:
+    """Refuse (exit 2) a command that reads tables the warehouse does not have yet.
+
+    Example:
+        >>> refuse_empty_warehouse(settings)  # error: no Delta tables under var/warehouse: ...
+    """
+    fail(f"no {missing} under {settings.warehouse}: run `eventlake ingest` first", code=2)
+
+
 @app.command("types")
 def types_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
@@ -116,7 +126,7 @@ def types_command(
     settings = job_settings(warehouse=warehouse)
     path = settings.table_path(EVENTS)
     if not is_delta_table(path):
-        fail(f"no events table under {settings.warehouse}: run `eventlake ingest` first", code=2)
+        refuse_empty_warehouse(settings, "events table")
     with refused(*SETUP_ERRORS):
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
@@ -184,7 +194,7 @@ def query(
         spark = build_spark_session(settings, app_name="eventlake-query")
     names = register_tables(spark, settings)
     if not names:
-        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first", code=2)
+        refuse_empty_warehouse(settings)
     with refused(QueryError), stopped_with_a_line(spark, "query", "it changed nothing"):
         text = run_query(spark, sql, output_format=output_format, limit=limit)
     typer.echo(text)
@@ -208,5 +218,5 @@ def views(
     with stopped_with_a_line(spark, "views", "nothing was printed; run it again"):
         statements = view_statements(spark, settings)
     if not statements:
-        fail(f"no Delta tables under {settings.warehouse}: run `eventlake ingest` first", code=2)
+        refuse_empty_warehouse(settings)
     typer.echo(views_sql(statements))
