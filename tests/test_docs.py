@@ -43,3 +43,13 @@ def test_every_relative_link_leads_somewhere(document: Path) -> None:
         assert linked.exists(), f"{document.name}: {target} does not exist"
         if fragment:
             assert fragment in _anchors(linked), f"{document.name}: no heading #{fragment}"
+
+
+def test_readme_lists_the_commands_that_stop_cleanly() -> None:
+    from eventlake.cli import COMMAND_ORDER, STOPPABLE_COMMANDS
+
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| a job stops cleanly"))
+    named = set(re.findall(r"[a-z][a-z-]*", row.split("|")[2]))
+    # ingest and republish are named by what they run: streams, backfills, full refreshes.
+    assert named & set(COMMAND_ORDER) == STOPPABLE_COMMANDS - {"ingest", "republish"}

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from eventlake.errors import TryAgainLater
 from eventlake.files import write_atomically
 
 IDENTITY_FILE = "eventlake-identity.json"
@@ -64,7 +65,7 @@ def check_checkpoint_name(name: str) -> str:
     return name
 
 
-class CheckpointBusyError(RuntimeError):
+class CheckpointBusyError(TryAgainLater, RuntimeError):
     """Another process runs a stream on this checkpoint; the message names it."""
 
 

@@ -23,6 +23,7 @@ from confluent_kafka import KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.errors import TryAgainLater
 from eventlake.settings import Settings
 from eventlake.spark import session_conf
 
@@ -95,7 +96,7 @@ def produce_all(
     return count
 
 
-class KafkaConnectionError(RuntimeError):
+class KafkaConnectionError(TryAgainLater, RuntimeError):
     """The cluster cannot be reached or refuses our credentials; says what to check."""
 
 

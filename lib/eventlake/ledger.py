@@ -54,6 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.checkpoint import holder_record
+from eventlake.errors import TryAgainLater
 from eventlake.tables import delta_rs_table, retry_conflicts
 
 #: Prefix of every ledger key (a Delta txn app id).
@@ -75,12 +76,12 @@ LEASE_WAIT_SECONDS: Final = 900.0
 Marks = dict[tuple[str, int], int]
 
 
-class LedgerMovedError(RuntimeError):
+class LedgerMovedError(TryAgainLater, RuntimeError):
     """Another process landed the same partitions since this one read the marks; nothing
     of this commit was committed."""
 
 
-class LedgerConflictError(RuntimeError):
+class LedgerConflictError(TryAgainLater, RuntimeError):
     """Another writer changed the table's metadata between this commit's start and its
     end in a way that could make its files wrong (a column removed or retyped, a CHECK
     constraint added), or kept changing it; nothing of this commit was committed, and no
@@ -101,7 +102,7 @@ class LedgerVersionError(RuntimeError):
     """The Delta version in use is not one the ledger's commit path was checked with."""
 
 
-class LeaseTimeoutError(RuntimeError):
+class LeaseTimeoutError(TryAgainLater, RuntimeError):
     """A topic's lease stayed held by another process; the message names it, and
     ``holder`` says who holds it (job, pid, host, since)."""
 

@@ -44,6 +44,7 @@ from eventlake.binding import (
     to_events,
 )
 from eventlake.duplicates import DUPLICATE_EVENT
+from eventlake.errors import TryAgainLater
 from eventlake.ledger import STATE, FilesChangedError, Ledger, Marks, caught_up_key
 from eventlake.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.observed import observed_values
@@ -313,7 +314,7 @@ def apply_state(
         release(latest)  # the held rows, or the winners' coordinates under them
 
 
-class StateConflictError(RuntimeError):
+class StateConflictError(TryAgainLater, RuntimeError):
     """A state table kept changing under a MERGE (ingest's or reconcile's) through every
     attempt; nothing of the MERGE was committed, and the message says what to do."""
 

@@ -75,6 +75,23 @@ def test_bad_topic_param_is_refused_before_a_run_exists(ingest_dag: Any) -> None
     assert len(DagRun.find(dag_id=DAG_ID)) == runs_before
 
 
+def test_a_run_the_job_refuses_fails_once_with_the_jobs_reason(
+    broker: LocalBroker,
+    ingest_dag: Any,
+    topic_name: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # The topic is never created: the job refuses the run (exit 2) before Spark reads.
+    dag_run = ingest_dag.test(run_conf={"topics": [topic_name]})
+
+    (ingest,) = [ti for ti in dag_run.get_task_instances() if ti.task_id == "ingest"]
+    # Failed on its first try, not retried (the DAG retries other failures twice).
+    assert (str(ingest.state), ingest.try_number) == ("failed", 1)
+    # The task's failure is the job's sentence (the Airflow task log, here on stdout).
+    output = "".join(capfd.readouterr())
+    assert f"ingest_cloudevents.py refused the run: Topic '{topic_name}' does not exist" in output
+
+
 def test_ingest_updates_events_rejects_and_state_assets(
     monkeypatch: pytest.MonkeyPatch, airflow_env: Settings, airflow_db: None
 ) -> None:

@@ -15,8 +15,10 @@ from airflow.sdk import DAG
 
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.dag_parts import (
+    JobRefusal,
     KafkaSparkSubmitOperator,
     dag_arguments,
+    job_refusal,
     job_script,
     plan_task,
     spark_submit,
@@ -196,3 +198,28 @@ def test_the_spark_secret_is_refused_where_it_would_be_on_the_command_line(
 ) -> None:
     with pytest.raises(OrchestrationError, match="spark_default connection's password"):
         _submit_on_a_cluster(monkeypatch, {"conn_type": "spark", "host": "yarn", "password": "x"})
+
+
+def _submit_failure(code: int, *output: str) -> Exception:
+    """A failed spark-submit as the provider's hook reports it (the format
+    tests/dags/test_ingest_dag.py meets from the real hook)."""
+    tail = "\n".join(output)
+    return Exception(f"Cannot execute: spark-submit job.py. Error code is: {code}.\n{tail}")
+
+
+@pytest.mark.parametrize(("code", "may_pass_later"), [(2, False), (75, True)])
+def test_a_jobs_refusal_is_its_sentence_and_whether_a_later_run_may_pass(
+    code: int, may_pass_later: bool
+) -> None:
+    failure = _submit_failure(code, "Last spark-submit output:", "error: no broker", "bye")
+
+    assert job_refusal(failure) == JobRefusal("no broker", may_pass_later)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [_submit_failure(1, "error: a crash"), _submit_failure(2, "Usage: spark-submit")],
+    ids=["exit 1", "no error line"],
+)
+def test_a_job_that_failed_otherwise_is_no_refusal(failure: Exception) -> None:
+    assert job_refusal(failure) is None

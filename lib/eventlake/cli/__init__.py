@@ -30,7 +30,7 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
-from eventlake.cli.common import app, leave_without_collecting, prose
+from eventlake.cli.common import REFUSED_EXIT_CODE, app, leave_without_collecting, prose
 from eventlake.settings import InvalidSettingError
 from eventlake.stop_signals import stop_while_starting
 
@@ -113,7 +113,7 @@ def main(arguments: Sequence[str] | None = None) -> None:
         typer.echo(
             f"error: {error}. See docs/settings.md for every EVENTLAKE_* variable.", err=True
         )
-        sys.exit(2)
+        sys.exit(REFUSED_EXIT_CODE)
 
 
 def command(arguments: Sequence[str] | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from eventlake.cli.common import app, fail
+from eventlake.cli.common import REFUSED_EXIT_CODE, app, fail
 from eventlake.text_table import text_table
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def cluster_start(
     try:
         cluster.start(timeout=timeout, say=typer.echo)
     except ClusterRefused as error:
-        fail(str(error), code=2)
+        fail(str(error), code=REFUSED_EXIT_CODE)
     except ClusterError as error:
         fail(f"{error}\nLogs: {cluster.logs}", code=1)
     typer.echo("\n".join(status_lines(cluster.status())))

@@ -14,16 +14,26 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar
 
 import typer
 
 from eventlake.driver_work import DriverWork
+from eventlake.errors import TryAgainLater
 from eventlake.settings import Settings, load_settings
 from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: A command's exit code when it refuses to run (bad arguments, a topic Kafka does not
+#: have, no jars, ...): one ``error: <reason>`` line on stderr, nothing done. The DAGs do
+#: not retry it: the same arguments would be refused again.
+REFUSED_EXIT_CODE: Final = 2
+#: The exit code of a refusal a later run may not meet (:class:`TryAgainLater`: Kafka does
+#: not answer, the topic's lease is held, ...): ``EX_TEMPFAIL`` of sysexits.h. The DAGs
+#: retry it.
+TRY_AGAIN_EXIT_CODE: Final = 75
 
 RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
@@ -45,7 +55,10 @@ def prose(text: str | None) -> str | None:
 
 
 app = typer.Typer(
-    help="eventlake: land CloudEvents from Kafka in Delta Lake tables.",
+    help="eventlake: land CloudEvents from Kafka in Delta Lake tables.\n\n"
+    "A command that refuses to run prints one 'error:' line and exits 2 when running it "
+    "again would not help, 75 when a later run may pass (Kafka does not answer, a lease "
+    "is held).",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -78,7 +91,7 @@ def _checked_topic_names(names: TopicNames) -> TopicNames:
         try:
             check_topic_name(name, "--topic")
         except InvalidTopicNameError as error:
-            fail(str(error), code=2)
+            fail(str(error), code=REFUSED_EXIT_CODE)
     return names
 
 
@@ -199,7 +212,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: <message>`` in red on stderr and exit with ``code``.
 
     Example:
-        >>> fail("no Delta tables", code=2)
+        >>> fail("no Delta tables", code=REFUSED_EXIT_CODE)
     """
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
@@ -207,7 +220,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 @contextmanager
 def refused(*errors: type[Exception]) -> Iterator[None]:
-    """Turn one of ``errors`` raised in the block into ``error: <message>`` and exit 2.
+    """Turn one of ``errors`` raised in the block into ``error: <message>`` and exit 2, or
+    75 when it is a :class:`TryAgainLater` (a later run may succeed).
 
     The job commands list the errors that mean "refused" (bad arguments, a checkpoint of
     another run, no jars, no broker): those deserve a one-line reason, not a traceback.
@@ -219,4 +233,5 @@ def refused(*errors: type[Exception]) -> Iterator[None]:
     try:
         yield
     except errors as error:
-        fail(str(error), code=2)
+        later = isinstance(error, TryAgainLater)
+        fail(str(error), code=TRY_AGAIN_EXIT_CODE if later else REFUSED_EXIT_CODE)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from eventlake.cli.common import (
+    REFUSED_EXIT_CODE,
     BootstrapOption,
     WarehouseOption,
     app,
@@ -105,7 +106,10 @@ def refuse_empty_warehouse(settings: Settings, missing: str = "Delta tables") ->
     Example:
         >>> refuse_empty_warehouse(settings)  # error: no Delta tables under var/warehouse: ...
     """
-    fail(f"no {missing} under {settings.warehouse}: run `eventlake ingest` first", code=2)
+    fail(
+        f"no {missing} under {settings.warehouse}: run `eventlake ingest` first",
+        code=REFUSED_EXIT_CODE,
+    )
 
 
 @app.command("types")
@@ -188,7 +192,7 @@ def query(
     from eventlake.spark import SETUP_ERRORS, build_spark_session
 
     if output_format not in {"table", "json"}:
-        fail("--format must be 'table' or 'json'", code=2)
+        fail("--format must be 'table' or 'json'", code=REFUSED_EXIT_CODE)
     settings = job_settings(warehouse=warehouse)
     with refused(*SETUP_ERRORS):
         spark = build_spark_session(settings, app_name="eventlake-query")

@@ -25,7 +25,9 @@ Example, a DAG file in ``dags/`` (its doc the module's docstring)::
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, cast
@@ -148,7 +150,25 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         self.kafka_conn_id = kafka_conn_id
 
     def execute(self, context: Any) -> None:
-        """Run spark-submit with the connections' credentials in its environment."""
+        """Run spark-submit with the connections' credentials in its environment. A run
+        the job refuses (:func:`job_refusal`) fails with the job's sentence: at once when
+        the same arguments would be refused again, retried when a later run may pass."""
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+        try:
+            self._submit_with_credentials(context)
+        except AirflowException as failure:
+            refusal = job_refusal(failure)
+            if refusal is None:
+                raise
+            # The whole spark-submit output is in the task log above; the failure is the
+            # job's sentence, not the command line and the log's tail again.
+            job = Path(self.application).name
+            if refusal.may_pass_later:
+                raise AirflowException(f"{job} could not run now: {refusal.reason}") from None
+            raise AirflowFailException(f"{job} refused the run: {refusal.reason}") from None
+
+    def _submit_with_credentials(self, context: Any) -> None:
         credentials = {**self._kafka_env(), **self._spark_secret_env()}
         if not credentials:
             super().execute(context)
@@ -185,6 +205,44 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         _refuse_env_on_the_command_line(self._conn_id, self._conn_id)
         self.log.info("Spark RPC secret from connection %s", self._conn_id)
         return {SECRET_ENV: secret}
+
+
+@dataclass(frozen=True)
+class JobRefusal:
+    """Why a job refused its run (its ``error: <reason>`` line) and whether a later run
+    may succeed (exit 75) or the same arguments would be refused again (exit 2)."""
+
+    reason: str
+    may_pass_later: bool
+
+
+def job_refusal(failure: Exception) -> JobRefusal | None:
+    """The refusal a job printed (``error: <reason>``, exit 2 or 75), read from the
+    spark-submit hook's failure, or None when the job failed otherwise.
+
+    The hook reports a failed spark-submit as ``Cannot execute: <command>. Error code is:
+    <code>.`` followed by the last lines of its output, where the job's ``error:`` line is
+    (``tests/dags/test_ingest_dag.py`` runs a refused job through the real hook).
+
+    Example:
+        >>> job_refusal(Exception("Cannot execute: spark-submit x. Error code is: 2.\\n"
+        ...     "Last spark-submit output:\\nerror: Topic 'x' does not exist"))
+        JobRefusal(reason="Topic 'x' does not exist", may_pass_later=False)
+    """
+    from eventlake.cli.common import REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE
+
+    text = str(failure)
+    code = re.search(r"Error code is: (\d+)\.", text)
+    if code is None or int(code.group(1)) not in (REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE):
+        return None
+    reasons = [
+        line.strip()[len("error: ") :]
+        for line in text.splitlines()
+        if line.strip().startswith("error: ")
+    ]
+    if not reasons:
+        return None
+    return JobRefusal(" ".join(reasons), int(code.group(1)) == TRY_AGAIN_EXIT_CODE)
 
 
 def spark_connection_secret(spark_conn_id: str) -> str | None:
