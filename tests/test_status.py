@@ -261,6 +261,23 @@ def test_status_beside_a_first_quality_run_creating_its_results_reports_no_verdi
     assert report.quality == {}
 
 
+def test_a_topic_landed_by_bounded_runs_alone_is_reported_where_it_stands(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    produce_events(warehouse_settings, topic_name, 7)
+    # A backfill into a fresh warehouse: no checkpoint is made.
+    run_ingest(spark, warehouse_settings, IngestRequest((topic_name,), ending_offsets="latest"))
+
+    report = warehouse_status(warehouse_settings, topics=(topic_name,))
+
+    (entry,) = report.checkpoints
+    assert entry.bounded_runs_only and entry.job == "ingest"
+    assert sum(p.current_offset or 0 for p in entry.positions) == 7
+    assert sum(p.lag or 0 for p in entry.positions) == 0
+    assert report.render().startswith(f"bounded runs only [ingest, topics:{topic_name}]: no ")
+
+
 def test_a_report_narrowed_to_a_topic_no_checkpoint_reads_says_so() -> None:
     narrowed = WarehouseStatus(topics=("ordres",)).render()
     everything = WarehouseStatus().render()

@@ -525,6 +525,19 @@ def lease_path(warehouse: Path, topic: str) -> Path:
     return warehouse / LEASE_FOLDER / f"{topic}.lease"
 
 
+def leased_topics(warehouse: Path) -> list[str]:
+    """The topics a job has landed (or tried to) in this warehouse: those with a lease
+    file, which every landing takes and none deletes.
+
+    Example:
+        >>> leased_topics(settings.warehouse)
+        ['customers', 'orders']
+    """
+    suffix = ".lease"
+    folder = warehouse / LEASE_FOLDER
+    return sorted(path.name[: -len(suffix)] for path in folder.glob(f"*{suffix}"))
+
+
 @contextmanager
 def topic_leases(
     warehouse: Path,

@@ -6,7 +6,8 @@ run of ingest or republish keeps one): per topic and partition, the current offs
 the events table's marks, for republish what it sent to its target), where the state
 table stands for a topic that has one, Kafka's log end offset, the lag between the two,
 when the checkpoint's last batch was committed, and whether a process holds it now (a
-running stream, with its pid and host). State tables report a compaction risk recorded
+running stream, with its pid and host); topics ingest landed that no checkpoint reads
+(bounded runs alone landed them) as one more entry. State tables report a compaction risk recorded
 with them (see :mod:`eventlake.compaction`), and each topic's last data-quality verdict
 (from ``dq_results``, :mod:`eventlake.dq_verdicts`). Reads the Delta logs with delta-rs
 and asks Kafka; no Spark. The Airflow page (:mod:`eventlake.airflow_plugin`) shows this
@@ -25,11 +26,11 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from eventlake.checkpoint import IDENTITY_FILE, checkpoint_holder
 from eventlake.dq_verdicts import QualityVerdict, last_verdicts
-from eventlake.ledger import INGEST, STATE, read_marks
+from eventlake.ledger import INGEST, STATE, leased_topics, read_marks
 from eventlake.offset_log import OffsetLogError, last_committed_batch, planned_batch
 from eventlake.settings import Settings
 from eventlake.state import COMPACTION_RISK_PROPERTY
@@ -43,6 +44,9 @@ from eventlake.tables import (
     state_path,
 )
 from eventlake.text_table import text_table
+
+#: The report's entry for topics ingest landed that no checkpoint reads (bounded runs).
+BOUNDED_RUNS_ONLY: Final = "bounded runs only"
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class CheckpointStatus:
     seen_topics: tuple[str, ...] = ()
     #: What is wrong with the checkpoint's files, when something is (None: nothing).
     problem: str | None = None
+    #: Not a checkpoint: the topics ingest landed that no checkpoint reads, landed by
+    #: bounded runs alone (a backfill, a full refresh), named :data:`BOUNDED_RUNS_ONLY`.
+    bounded_runs_only: bool = False
 
     @property
     def ledger_job(self) -> str:
@@ -97,6 +104,8 @@ class CheckpointStatus:
 
     @property
     def job(self) -> str:
+        if self.bounded_runs_only:
+            return INGEST
         if self.holder and self.holder.get("job"):
             return str(self.holder["job"])
         return self.name.split("-", 1)[0]
@@ -207,6 +216,7 @@ class WarehouseStatus:
                     "held_by": s.holder,
                     "stream": s.is_stream,
                     "problem": s.problem,
+                    "bounded_runs_only": s.bounded_runs_only,
                     "partitions": [
                         {
                             "topic": p.topic,
@@ -242,6 +252,8 @@ def warehouse_status(
         ['ingest-topics_orders', 'republish-orders-orders.bykey']
     """
     statuses = checkpoint_statuses(settings, topics)
+    unread = _landed_without_checkpoint(settings, statuses, topics)
+    statuses += [unread] if unread else []
     report = WarehouseStatus(
         compaction_risks=compaction_risks(settings, topics),
         quality=last_verdicts(settings, topics),
@@ -345,6 +357,33 @@ def read_checkpoint(folder: Path) -> CheckpointStatus:
     )
 
 
+def _landed_without_checkpoint(
+    settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...]
+) -> CheckpointStatus | None:
+    """The topics ingest landed (the events table's marks) that no checkpoint reads,
+    as one entry: a backfill or a full refresh lands records without a checkpoint, and a
+    warehouse landed only that way has records all the same."""
+    candidates = [
+        topic
+        for topic in leased_topics(settings.warehouse)
+        if (not topics or topic in topics) and not any(s.reads(topic) for s in statuses)
+    ]
+    if not candidates:
+        return None
+    _, marks = read_marks(settings.table_path(EVENTS), INGEST, candidates)
+    landed = sorted({topic for topic, _ in marks})
+    if not landed:
+        return None
+    return CheckpointStatus(
+        name=BOUNDED_RUNS_ONLY,
+        source="topics:" + ",".join(landed),
+        last_batch=None,
+        last_batch_at=None,
+        holder=None,
+        bounded_runs_only=True,
+    )
+
+
 def _holder(folder: Path) -> dict[str, Any] | None:
     try:
         return checkpoint_holder(folder)
@@ -443,6 +482,11 @@ def _with_positions(
 
 
 def _heading(status: CheckpointStatus, now: datetime) -> str:
+    if status.bounded_runs_only:
+        return (
+            f"{status.name} [{status.job}, {status.source}]: no checkpoint reads these "
+            "topics; what landed came from bounded runs (backfills, full refreshes)"
+        )
     if status.holder is None:
         running = "not running"
     else:

@@ -135,7 +135,7 @@ def render_page(report: dict[str, Any], now: datetime | None = None) -> str:
         numeric={1, 3, 4, 5},
     )
     notes = [f"<p class=problem>{_e(line)}</p>" for line in _problems(report)]
-    empty = "" if report["checkpoints"] else "<p>No checkpoints: nothing landed yet.</p>"
+    empty = "" if report["checkpoints"] else "<p>Nothing landed yet.</p>"
     return _PAGE.format(
         now=_e(now.isoformat(timespec="seconds")),
         empty=empty,
@@ -200,6 +200,8 @@ def _topic_row(report: dict[str, Any], checkpoint: dict[str, Any], topic: str) -
 
 
 def _last_batch(checkpoint: dict[str, Any]) -> str:
+    if checkpoint.get("bounded_runs_only"):
+        return "bounded runs only"
     if checkpoint["last_batch"] is None:
         return "none yet"
     return f"#{checkpoint['last_batch']} at {_short_time(checkpoint['last_batch_at'])}"

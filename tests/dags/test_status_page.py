@@ -54,6 +54,20 @@ def test_a_row_per_topic_sums_its_partitions() -> None:
     assert row.quality.startswith("FAILED: 2 of 3 failed")
 
 
+def test_topics_landed_by_bounded_runs_alone_say_so_as_their_last_batch() -> None:
+    report = _report()
+    report["checkpoints"][0] |= {"name": "bounded runs only", "bounded_runs_only": True}
+    report["checkpoints"][0] |= {"last_batch": None, "held_by": None, "stream": False}
+
+    (row,) = topic_rows(report)
+
+    assert (row.landed, row.last_batch, row.held_by) == (
+        "20 / 25",
+        "bounded runs only",
+        "not running",
+    )
+
+
 def test_an_unknown_log_end_makes_the_lag_unknown_not_zero() -> None:
     report = _report()
     report["checkpoints"][0]["partitions"][1] |= {"log_end_offset": None, "lag": None}
