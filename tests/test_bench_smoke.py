@@ -139,6 +139,9 @@ def _check_report(report: Path, settings: Settings, jobs: tuple[str, ...]) -> di
         else:
             assert g["status"] == "not measured" and g["value"] is None
     by_pair = {(g["kind"], g["job"], g["vs"]): g for g in lines}
+    # Each target names its issue: issue 16's (ended blocked) apart from issue 36's.
+    assert by_pair[("ratio", INGEST_MIXED, PLAIN_MIXED)]["issue"] == "16 (ended: blocked)"
+    assert {g["issue"] for g in lines if g["kind"] == "time"} == {"36"}
     versus_plain = by_pair[("ratio", INGEST_MIXED, PLAIN_MIXED)]
     assert versus_plain["value"] == pytest.approx(ingest["ratio"])
     # What the target asks: ingest's process seconds at exactly the target's ratio.
