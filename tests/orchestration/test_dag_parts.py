@@ -223,3 +223,28 @@ def test_a_jobs_refusal_is_its_sentence_and_whether_a_later_run_may_pass(
 )
 def test_a_job_that_failed_otherwise_is_no_refusal(failure: Exception) -> None:
     assert job_refusal(failure) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "failure", "said"),
+    [(2, "AirflowFailException", "refused the run"), (75, "AirflowException", "could not run now")],
+    ids=["not retried", "retried"],
+)
+def test_a_refused_submit_fails_with_the_jobs_sentence_retried_only_when_it_may_pass(
+    monkeypatch: pytest.MonkeyPatch, code: int, failure: str, said: str
+) -> None:
+    from airflow.sdk.exceptions import AirflowException
+
+    operator = KafkaSparkSubmitOperator(task_id="ingest", application="jobs/ingest.py")
+    refusal = _submit_failure(code, "error: Kafka at k:9092 does not answer")
+
+    def submit(context: Any) -> None:
+        raise AirflowException(str(refusal))
+
+    monkeypatch.setattr(operator, "_submit_with_credentials", submit)
+
+    with pytest.raises(AirflowException) as raised:
+        operator.execute({})
+    # Airflow retries an AirflowException and fails an AirflowFailException at once.
+    assert type(raised.value).__name__ == failure
+    assert str(raised.value) == f"ingest.py {said}: Kafka at k:9092 does not answer"
