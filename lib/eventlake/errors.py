@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class TryAgainLater(Exception):
-    """A refusal that the same command, run again later, may not meet: Kafka does not
+    """A refusal that the same command, run again later, may get past: Kafka does not
     answer, another process holds the topic's lease or the stream's checkpoint, a commit
     lost to other writers every time. Commands exit 75 (``EX_TEMPFAIL`` of sysexits.h)
     for it and the DAGs retry it; other refusals (bad arguments, a topic Kafka does not

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: have, no jars, ...): one ``error: <reason>`` line on stderr, nothing done. The DAGs do
 #: not retry it: the same arguments would be refused again.
 REFUSED_EXIT_CODE: Final = 2
-#: The exit code of a refusal a later run may not meet (:class:`TryAgainLater`: Kafka does
+#: The exit code of a refusal a later run may get past (:class:`TryAgainLater`: Kafka does
 #: not answer, the topic's lease is held, ...): ``EX_TEMPFAIL`` of sysexits.h. The DAGs
 #: retry it.
 TRY_AGAIN_EXIT_CODE: Final = 75
