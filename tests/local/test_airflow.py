@@ -48,6 +48,11 @@ def test_the_default_database_is_sqlite_in_the_home(tmp_path: Path) -> None:
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{tmp_path / 'airflow.db'}"
 
 
+def test_the_tasks_spark_resolves_its_address_on_loopback(tmp_path: Path) -> None:
+    # Without it spark-submit picks the host's first other interface, and says so.
+    assert airflow_environment(tmp_path, 18080, load_settings())["SPARK_LOCAL_IP"] == "127.0.0.1"
+
+
 def test_a_database_url_and_the_master_reach_every_component(tmp_path: Path) -> None:
     url = "postgresql+psycopg2://airflow:pw@127.0.0.1:15433/airflow"
     settings = load_settings(spark_master="spark://127.0.0.1:7077", executor_memory="768m")

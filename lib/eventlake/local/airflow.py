@@ -87,7 +87,8 @@ def airflow_environment(
 ) -> dict[str, str]:
     """Environment of every component: a private home and metadata DB (SQLite in the
     home unless ``database_url`` names another, e.g. PostgreSQL), the project's DAGs,
-    LocalExecutor, the API on 127.0.0.1:<port>, fresh JWT/secret keys, spark_default on
+    LocalExecutor, the API on 127.0.0.1:<port>, fresh JWT/secret keys, Spark's address
+    (``SPARK_LOCAL_IP``) on 127.0.0.1, spark_default on
     the settings' master (with the settings' ``spark_auth_secret`` as its password), and
     the eventlake settings the workers pass to their jobs (the same master, so that the
     planned Spark conf fits it).
@@ -133,6 +134,10 @@ def airflow_environment(
             # dry run's commands); the components' own lines go to files in the home.
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(spark_connection),
+            # The tasks' spark-submit JVMs (a local master, or the local cluster's, both on
+            # this machine) resolve their address on 127.0.0.1, not on the host's first
+            # other interface (with a warning in every task log).
+            "SPARK_LOCAL_IP": "127.0.0.1",
             "EVENTLAKE_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
             "EVENTLAKE_WAREHOUSE": str(settings.warehouse),
             "EVENTLAKE_DRIVER_MEMORY": settings.driver_memory,
