@@ -69,6 +69,8 @@ CAUGHT_UP: Final = "state-caught-up"
 CHECKED_DELTA_VERSIONS: Final = frozenset({"4.4.0"})
 #: Folder of the topic leases under the warehouse.
 LEASE_FOLDER: Final = "_ledger"
+#: A lease file's name: ``<topic><LEASE_SUFFIX>``.
+LEASE_SUFFIX: Final = ".lease"
 #: How long a lander waits for another holder of a topic's lease by default.
 LEASE_WAIT_SECONDS: Final = 900.0
 
@@ -522,7 +524,7 @@ def commit_note(job: str, note: str, batch: int | None = None) -> str:
 
 def lease_path(warehouse: Path, topic: str) -> Path:
     """The lock file of a topic's lease."""
-    return warehouse / LEASE_FOLDER / f"{topic}.lease"
+    return warehouse / LEASE_FOLDER / f"{topic}{LEASE_SUFFIX}"
 
 
 def leased_topics(warehouse: Path) -> list[str]:
@@ -533,9 +535,8 @@ def leased_topics(warehouse: Path) -> list[str]:
         >>> leased_topics(settings.warehouse)
         ['customers', 'orders']
     """
-    suffix = ".lease"
     folder = warehouse / LEASE_FOLDER
-    return sorted(path.name[: -len(suffix)] for path in folder.glob(f"*{suffix}"))
+    return sorted(path.name[: -len(LEASE_SUFFIX)] for path in folder.glob(f"*{LEASE_SUFFIX}"))
 
 
 @contextmanager
