@@ -1,15 +1,12 @@
-"""The examples of docs/querying.md (and the README's, which are some of them), run
-against events landed from the real broker: each ``sql`` block through eventlake's
-views, and the delta-rs snippet."""
+"""The SQL examples of docs/querying.md (and the README's, which are some of them), run
+against events landed from the real broker through eventlake's views (the shell and
+Python snippets run from a new shell: tests/test_docs_commands.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from decimal import Decimal
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -69,22 +66,3 @@ def test_the_readmes_queries_run_and_answer(
     assert spark.sql(paid).first()["paid"] == Decimal("13.75")
     rows = {r["subject"]: r["amount"] for r in spark.sql(latest).collect()}
     assert rows == {"order/1": Decimal("7.25"), "order/2": Decimal("1.00"), "order/3": 100}
-
-
-def test_the_readmes_delta_rs_snippet_reads_the_events_table(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
-) -> None:
-    land(
-        spark,
-        warehouse_settings,
-        topic_name,
-        [_event(n, PAID, "order/1", "2026-01-01T10:00:00Z", 2.5) for n in range(4)],
-    )
-    (snippet,) = [block for block in _blocks("python") if "deltalake" in block]
-    events = Path(warehouse_settings.table_path("events"))
-    printed = io.StringIO()
-
-    with contextlib.redirect_stdout(printed):
-        exec(snippet.replace('"var/warehouse/events"', repr(str(events))), {})
-
-    assert printed.getvalue().strip() == "10.0"

@@ -110,7 +110,7 @@ def demo(
     Airflow's REST API, waits for each run, then prints queries of the Delta tables.
     """
     from eventlake.local.airflow import LocalAirflowError
-    from eventlake.local.demo import QUERIES, DemoError, run_demo
+    from eventlake.local.demo import QUERIES, DemoError, next_steps, run_demo
     from eventlake.local.settings import load_local_settings
     from eventlake.query import register_tables, run_query
     from eventlake.spark import build_spark_session
@@ -124,17 +124,9 @@ def demo(
     register_tables(spark, settings)
     for title, sql in QUERIES:
         typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
-    typer.echo(f'\nTables: {settings.warehouse} (eventlake query "SQL" to explore).')
-    if keep_ui:
-        typer.echo(
-            f"Airflow UI: {run.url} (no login: local SimpleAuthManager, every user admin). "
-            "Stop everything with: make stop"
-        )
-    else:
-        typer.echo(
-            "Airflow was stopped. `make demo-ui` runs the demo and leaves the UI up at "
-            f"{run.url}. Stop the broker with: make stop"
-        )
+    typer.echo(f"\nTables: {settings.warehouse}")
+    for line in next_steps(run.url, keep_ui=keep_ui):
+        typer.echo(line)
 
 
 @airflow_app.command("stop")

@@ -65,6 +65,40 @@ QUERIES: Final = (
 )
 
 
+#: What the demo's closing lines suggest trying next, as ``(command, what it shows)``:
+#: each command works as printed from a new shell in the checkout (no venv activated;
+#: tests/test_docs_commands.py runs the ``.venv/bin`` ones, the README shows them too).
+NEXT_STEPS: Final = (
+    (".venv/bin/eventlake status", "per topic: where the tables stand, lag, risks, quality"),
+    (".venv/bin/eventlake types", "event types, counts, typed views, shape changes"),
+    (
+        '.venv/bin/eventlake query "SELECT type, count(*) AS n FROM events GROUP BY type"',
+        "any SQL over the tables and views (docs/querying.md)",
+    ),
+)
+
+
+def next_steps(url: str, *, keep_ui: bool) -> list[str]:
+    """The demo's closing lines: what to try next, each command as it runs from a shell.
+
+    Example:
+        >>> next_steps("http://127.0.0.1:8080", keep_ui=True)[0]
+        'Airflow UI: http://127.0.0.1:8080 (no login: local SimpleAuthManager, every user admin)'
+    """
+    steps = [(command, what) for command, what in NEXT_STEPS]
+    if keep_ui:
+        lines = [f"Airflow UI: {url} (no login: local SimpleAuthManager, every user admin)"]
+        steps.append(("make stop", "stop Airflow and the broker"))
+    else:
+        lines = ["Airflow was stopped; the broker still runs."]
+        steps.append(("make demo-ui", f"the demo again, leaving the Airflow UI up at {url}"))
+        steps.append(("make stop", "stop the broker"))
+    lines.append("Try next, from the checkout in any shell:")
+    for command, what in steps:
+        lines += [f"  {what}:", f"    {command}"]
+    return lines
+
+
 class DemoError(RuntimeError):
     """A step of the demo failed; the message says which and where the logs are."""
 
