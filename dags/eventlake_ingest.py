@@ -35,7 +35,7 @@ from __future__ import annotations
 from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import load_settings
+from eventlake.core.settings import load_settings
 
 INGEST_JOB = orchestration.job_script(__file__, "ingest_cloudevents.py")
 RECONCILE_JOB = orchestration.job_script(__file__, "reconcile_state.py")

@@ -35,7 +35,7 @@ from typing import Any
 from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import Settings
+from eventlake.core.settings import Settings
 
 MAINTAIN_JOB = orchestration.job_script(__file__, "maintain.py")
 

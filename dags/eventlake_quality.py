@@ -25,7 +25,7 @@ from __future__ import annotations
 from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import load_settings
+from eventlake.core.settings import load_settings
 
 CHECK_JOB = orchestration.job_script(__file__, "check_quality.py")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from airflow.sdk import dag
 
 from eventlake import orchestration
-from eventlake.settings import load_settings
+from eventlake.core.settings import load_settings
 
 REPUBLISH_JOB = orchestration.job_script(__file__, "rekey_republish.py")
 

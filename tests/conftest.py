@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from eventlake.local.broker import BrokerError, LocalBroker
 from eventlake.local.settings import LocalSettings, load_local_settings
-from eventlake.spark import build_spark_session
+from eventlake.spark.session import build_spark_session
 from tests import timing
 
 #: The processes that tests start (the CLI, spark-submit, Airflow) import this checkout's

@@ -28,9 +28,10 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message
 
-from eventlake.kafka import create_topic, make_producer
-from eventlake.settings import Settings
-from eventlake.streaming import SPARK_FOLDER
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_producer
+from eventlake.kafka.topics import create_topic
+from eventlake.ledger.checkpoint import SPARK_FOLDER
 from tests.helpers import binary_headers, structured_value
 
 JSON_CT = ("content-type", b"application/cloudevents+json")

@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all, spark_kafka_options
-from eventlake.settings import Settings
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.connector_options import spark_kafka_options
+from eventlake.kafka.topics import create_topic
 
 
 def binary_headers(

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from eventlake.kafka import make_admin
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_admin
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.benchmarks.bench import (
     CEILING_B,
     CEILING_D,

@@ -31,13 +31,14 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest
-from eventlake.kafka import connection_lost_error, spark_kafka_options
+from eventlake.kafka.connection import connection_lost_error
+from eventlake.kafka.connector_options import spark_kafka_options
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
 from eventlake.republish import RepublishRequest, trail_entries
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS, REJECTS
+from eventlake.warehouse.names import EVENTS, REJECTS
 from tests.fault_tools import Corpus, Job, committed_batches, produce_keyed_corpus, wait_for
 
 #: Ports of this test's broker: beside the session broker's, never the same.

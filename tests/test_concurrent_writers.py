@@ -5,7 +5,7 @@
     the MERGE's source passes a gate (a Python UDF that waits for a file) that holds the
     MERGE after it has read the table and before it commits; OPTIMIZE runs and commits
     meanwhile, then the gate opens. Delta then refuses the MERGE's commit (the files it
-    read were rewritten), and eventlake.state retries it on the new snapshot.
+    read were rewritten), and eventlake.state.retry retries it on the new snapshot.
 (b) Two ingest runs on different topics, on two threads of the shared SparkSession,
     start together on a fresh warehouse and append to the same ``events`` and
     ``rejects`` tables in several micro-batches each.
@@ -27,14 +27,16 @@ import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import eventlake.state
+import eventlake.state.apply
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
-from eventlake.ledger import Ledger
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic
+from eventlake.ledger.commits import Ledger
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
-from eventlake.state import record_compaction_risk, recorded_compaction_risk
-from eventlake.tables import ensure_tables, state_path
+from eventlake.state.table import record_compaction_risk, recorded_compaction_risk
+from eventlake.warehouse.names import state_path
+from eventlake.warehouse.tables import ensure_tables
 from tests.helpers import binary_headers, produce_events, read_table
 
 KEYS: Final = 8
@@ -113,18 +115,18 @@ def _wait_for(path: Path, thread: threading.Thread) -> None:
 @contextmanager
 def gated_state_merge(spark: SparkSession, gate: Path) -> Iterator[None]:
     """Route the source of every state MERGE through the gate."""
-    original = eventlake.state.merge_source
+    original = eventlake.state.apply.merge_source
     gate_column = _gate_udf(spark, gate)
 
     def gated(rows: DataFrame) -> DataFrame:
         # After the checkpoint, so the gate runs inside the MERGE, not before it.
         return original(rows).where(gate_column(F.col("kafka_offset")))
 
-    eventlake.state.merge_source = gated
+    eventlake.state.apply.merge_source = gated
     try:
         yield
     finally:
-        eventlake.state.merge_source = original
+        eventlake.state.apply.merge_source = original
 
 
 def _ingest_through_gate(
@@ -188,11 +190,11 @@ def test_a_compaction_risk_recorded_during_a_state_batch_loses_nothing(
 ) -> None:
     # The compaction check of another run records a risk on the state table (a change of
     # its properties) while a stream's batch applies its state: merge, the MERGE is made
-    # again, not failed; rewrite, the batch's rewrite (eventlake.state_rewrite) starts its
+    # again, not failed; rewrite, the batch's rewrite (eventlake.state.rewrite) starts its
     # commit after it, on the version with the risk (a commit that loses to one is renewed:
-    # tests/test_ledger.py).
+    # tests/ledger/test_ledger.py).
     if applied_by == "merge":
-        monkeypatch.setattr(eventlake.state, "_rewrite_with_marks", lambda *a, **k: None)
+        monkeypatch.setattr(eventlake.state.apply, "_rewrite_with_marks", lambda *a, **k: None)
     settings = warehouse_settings
     request = IngestRequest(topics=(topic_name,), state=True)
     create_topic(settings, topic_name)
@@ -228,10 +230,10 @@ def test_optimize_committing_during_a_state_batch_loses_nothing(
     monkeypatch: pytest.MonkeyPatch,
     applied_by: str,
 ) -> None:
-    # rewrite: the batch's rewrite of the files (eventlake.state_rewrite) finds them
+    # rewrite: the batch's rewrite of the files (eventlake.state.rewrite) finds them
     # changed and the batch is MERGEd; merge: the MERGE itself loses the race and retries.
     if applied_by == "merge":
-        monkeypatch.setattr(eventlake.state, "_rewrite_with_marks", lambda *a, **k: None)
+        monkeypatch.setattr(eventlake.state.apply, "_rewrite_with_marks", lambda *a, **k: None)
     # One partition and 40 records per batch: each list below is exactly one batch.
     settings = warehouse_settings.model_copy(update={"max_offsets_per_trigger": 40})
     request = IngestRequest(topics=(topic_name,), state=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.settings import PROJECT_ROOT
+from eventlake.core.settings import PROJECT_ROOT
 
 DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

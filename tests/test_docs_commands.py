@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import Record
+from eventlake.core.settings import PROJECT_ROOT, Settings
+from eventlake.kafka.clients import Record
 from eventlake.local.broker import LocalBroker
 from eventlake.local.demo import NEXT_STEPS
-from eventlake.settings import PROJECT_ROOT, Settings
 from tests.helpers import binary_headers, land
 
 PAID = "com.example.order.paid"

@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS, REJECTS, state_path
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from tests.fault_tools import (
     CommitWindow,
     Corpus,

@@ -10,10 +10,10 @@ from decimal import Decimal
 
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import Record
+from eventlake.core.settings import PROJECT_ROOT, Settings
+from eventlake.kafka.clients import Record
 from eventlake.local.broker import LocalBroker
-from eventlake.query import register_tables
-from eventlake.settings import PROJECT_ROOT, Settings
+from eventlake.views.query import register_tables
 from tests.helpers import binary_headers, land
 
 PAID = "com.example.order.paid"

@@ -40,11 +40,11 @@ from typing import Final
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.compaction import topic_offsets
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic, topic_offsets
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.helpers import binary_headers, read_table
 
 RECORDS: Final = 5_000

@@ -18,11 +18,13 @@ from confluent_kafka import Consumer
 from pydantic import SecretStr
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import KafkaConnectionError, create_topic, produce_all
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.connection import KafkaConnectionError
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
-from eventlake.settings import Settings
 from tests.helpers import binary_headers
 
 USER = "eventlake-app"

@@ -77,10 +77,11 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
-from eventlake.kafka import Record, create_topic, delete_topics, make_admin, make_producer
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import Record, make_admin, make_producer
+from eventlake.kafka.topics import create_topic, delete_topics
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
-from eventlake.settings import Settings
 
 HERE: Final = Path(__file__).resolve().parent
 CHECKOUT: Final = HERE.parents[1]

@@ -5,7 +5,7 @@ process from start to exit; the script times the work alone (from the job's firs
 after the SparkSession is up to its end) and prints it as the last line of its stdout:
 ``{"work_seconds": ..., "records": ...}``. Settings come from ``EVENTLAKE_*`` variables,
 like the eventlake CLI's; Spark jobs build their session with
-:func:`eventlake.spark.build_spark_session`, as the CLI does. Imports are those of the job
+:func:`eventlake.spark.session.build_spark_session`, as the CLI does. Imports are those of the job
 only.
 
     python tests/benchmarks/bench_job.py spark-count --topic orders
@@ -30,8 +30,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from eventlake.cli.common import import_in_background, leave_without_collecting
-from eventlake.driver_work import DriverWork, ingest_driver_work
-from eventlake.settings import Settings, load_settings
+from eventlake.core.driver_work import DriverWork, ingest_driver_work
+from eventlake.core.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 def _spark(
     settings: Settings, app_name: str, *, work: DriverWork = DriverWork.GENERAL
 ) -> SparkSession:
-    from eventlake.spark import build_spark_session
+    from eventlake.spark.session import build_spark_session
 
     return build_spark_session(settings, app_name=app_name, work=work)
 
@@ -129,7 +129,7 @@ def _whole_topic(
     spark: SparkSession, settings: Settings, topic: str, *, headers: bool
 ) -> DataFrame:
     """Spark's Kafka source over ``topic`` from earliest, with eventlake's client options."""
-    from eventlake.kafka import spark_kafka_options
+    from eventlake.kafka.connector_options import spark_kafka_options
 
     return (
         spark.read.format("kafka")
@@ -144,15 +144,15 @@ def _whole_topic(
 def spark_copy(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
     """Ceiling C: key, value and headers copied to a fresh topic of 2 partitions, with
     the Java producer's defaults (what a plain Spark job gets)."""
-    from eventlake.kafka import spark_kafka_options
+    from eventlake.kafka.connector_options import spark_kafka_options
 
     _copy_topic(spark, settings, args, spark_kafka_options(settings))
 
 
 def spark_copy_batched(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> None:
-    """Ceiling C with republish's producer batching (``eventlake.kafka.producer_options``):
+    """Ceiling C with republish's producer batching (``eventlake.kafka.connector_options.producer_options``):
     the floor of any copy through Spark's Kafka sink as eventlake configures it."""
-    from eventlake.kafka import producer_options
+    from eventlake.kafka.connector_options import producer_options
 
     _copy_topic(spark, settings, args, producer_options(settings))
 
@@ -160,7 +160,7 @@ def spark_copy_batched(spark: SparkSession, settings: Settings, args: argparse.N
 def _copy_topic(
     spark: SparkSession, settings: Settings, args: argparse.Namespace, options: dict[str, str]
 ) -> None:
-    from eventlake.kafka import create_topic
+    from eventlake.kafka.topics import create_topic
 
     create_topic(settings, args.target, partitions=2)
     (
@@ -213,7 +213,7 @@ def decode(spark: SparkSession, settings: Settings, args: argparse.Namespace) ->
 
     from pyspark import StorageLevel
 
-    from eventlake.binding import decode_records
+    from eventlake.binding.decode import decode_records
 
     cached = _whole_topic(spark, settings, args.topic, headers=True).persist(
         StorageLevel.MEMORY_ONLY
@@ -269,10 +269,10 @@ def quality_floor(spark: SparkSession, settings: Settings, _args: argparse.Names
     of non-null values per column. Any check of every row reads at least this."""
     from pyspark.sql import functions as F
 
-    from eventlake.ledger import landed_version
+    from eventlake.ledger.marks import landed_version
     from eventlake.quality.plan import CHECKED_COLUMNS
     from eventlake.quality.slices import table_as_of
-    from eventlake.tables import EVENTS
+    from eventlake.warehouse.names import EVENTS
 
     # Read as the quality check reads a whole table: its files, listed by delta-rs.
     path = settings.table_path(EVENTS)
@@ -285,7 +285,7 @@ def quality_floor(spark: SparkSession, settings: Settings, _args: argparse.Names
 
 def republish(spark: SparkSession, settings: Settings, args: argparse.Namespace) -> int:
     """Republish re-keyed by partitionkey into ``--target``; returns the records written."""
-    from eventlake.binding import PARTITIONKEY
+    from eventlake.binding.decode import PARTITIONKEY
     from eventlake.republish import RepublishRequest, run_republish
 
     summary = run_republish(
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.job == "quality":
             # As `eventlake check` does: GX's import overlaps the session's start, after
             # pyspark's own import (both threads importing it at once can see it half-made).
-            import eventlake.spark  # noqa: F401
+            import eventlake.spark.session  # noqa: F401
 
             import_in_background("eventlake.quality.run")
         # As `eventlake ingest` and `eventlake check` size their drivers (the bench's

@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
-from eventlake.kafka import Record, delete_topics
+from eventlake.kafka.clients import Record
+from eventlake.kafka.topics import delete_topics
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from tests.benchmarks.bench import bench_records, fill_topic

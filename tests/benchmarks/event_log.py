@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlake.text_table import text_table
+from eventlake.core.text_table import text_table
 
 JOB_SCRIPT = Path(__file__).with_name("bench_job.py")
 

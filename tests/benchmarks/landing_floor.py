@@ -36,12 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from eventlake.binding import decode_records, to_events
-from eventlake.kafka import delete_topics, spark_kafka_options
+from eventlake.binding.decode import decode_records, to_events
+from eventlake.core.text_table import text_table
+from eventlake.kafka.connector_options import spark_kafka_options
+from eventlake.kafka.topics import delete_topics
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
-from eventlake.spark import build_spark_session
-from eventlake.text_table import text_table
+from eventlake.spark.session import build_spark_session
 from tests.benchmarks.bench import RESULTS, bench_records, fill_topic, new_run_id
 from tests.benchmarks.bench_job import jvm_cpu_seconds
 

@@ -64,13 +64,14 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
-from eventlake.kafka import create_topic, delete_topics, make_producer
-from eventlake.ledger import KEY_PREFIX, STATE
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_producer
+from eventlake.kafka.topics import create_topic, delete_topics
+from eventlake.ledger.marks import KEY_PREFIX, STATE
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
-from eventlake.settings import Settings
-from eventlake.status import warehouse_status
-from eventlake.tables import state_path
+from eventlake.status.report import warehouse_status
+from eventlake.warehouse.names import state_path
 from tests.benchmarks.bench import (
     PARTITIONS,
     RESULTS,

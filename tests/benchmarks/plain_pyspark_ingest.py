@@ -9,7 +9,7 @@ fixed schema, the others (binary mode) take their attributes from
 value; both become one frame, written with ONE Delta append to ``--table``. Nothing is
 checked: no required attributes, no spec version, no rejects, no exactly-once.
 
-The SparkSession is eventlake's own (:func:`eventlake.spark.build_spark_session`): the
+The SparkSession is eventlake's own (:func:`eventlake.spark.session.build_spark_session`): the
 same jars and settings (``EVENTLAKE_*`` environment variables) as an ingest process.
 
     python tests/benchmarks/plain_pyspark_ingest.py --topic orders --table /tmp/plain
@@ -29,9 +29,9 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from eventlake.kafka import spark_kafka_options
-from eventlake.settings import load_settings
-from eventlake.spark import build_spark_session
+from eventlake.core.settings import load_settings
+from eventlake.kafka.connector_options import spark_kafka_options
+from eventlake.spark.session import build_spark_session
 
 STRUCTURED_CONTENT_TYPE = "application/cloudevents+json"
 #: The fixed schema of a structured event; data stays JSON text.

@@ -24,10 +24,12 @@ import psutil
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.settings import Settings, load_settings
 from eventlake.quality import CheckRequest, QualityConfig, run_checks
-from eventlake.settings import Settings, load_settings
-from eventlake.spark import spark_conf
-from eventlake.tables import EVENTS, EVENTS_SCHEMA, REJECTS, REJECTS_SCHEMA, ensure_tables
+from eventlake.spark.conf import spark_conf
+from eventlake.warehouse.names import EVENTS, REJECTS
+from eventlake.warehouse.schemas import EVENTS_SCHEMA, REJECTS_SCHEMA
+from eventlake.warehouse.tables import ensure_tables
 
 TOPICS = ("bench.orders", "bench.payments")
 RULES = QualityConfig.model_validate(

@@ -42,13 +42,15 @@ from typing import Any, Final
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 
-from eventlake.event_types import fields_path, inferred_fields, save_fields
-from eventlake.kafka import Record, delete_topics
+from eventlake.core.settings import PROJECT_ROOT
+from eventlake.kafka.clients import Record
+from eventlake.kafka.topics import delete_topics
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
-from eventlake.query import register_tables
-from eventlake.settings import PROJECT_ROOT
-from eventlake.spark import build_spark_session
+from eventlake.spark.session import build_spark_session
+from eventlake.views.event_types import inferred_fields
+from eventlake.views.query import register_tables
+from eventlake.views.type_fields import fields_path, save_fields
 from tests.benchmarks.bench import fill_topic
 from tests.benchmarks.dedup_bench import bounded_ingest
 

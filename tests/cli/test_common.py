@@ -10,7 +10,7 @@ import typer
 from pyspark.sql import SparkSession
 
 from eventlake.cli.common import run_job
-from eventlake.settings import Settings
+from eventlake.core.settings import Settings
 from tests.helpers import interrupted_spark_job
 
 SCRIPT = """

@@ -19,10 +19,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from deltalake import DeltaTable
 
+from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local.cluster import LocalCluster
 from eventlake.local.spark_standalone import worker_name
 from eventlake.orchestration.submit import spark_submit_args
-from eventlake.settings import PROJECT_ROOT, Settings
 
 #: The header republish adds to each record: where it came from, when, and its target.
 TRAIL_HEADER = "eventlake-trail"

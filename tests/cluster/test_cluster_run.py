@@ -21,15 +21,16 @@ from typing import Any, Final
 
 import pytest
 
-from eventlake.kafka import create_topic, produce_all
+from eventlake.core.settings import RepublishRoute, Settings, load_settings
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.airflow import LocalAirflow
 from eventlake.local.cluster import LocalCluster
 from eventlake.local.samples import produce_samples
 from eventlake.local.spark_standalone import worker_name
 from eventlake.orchestration import plan_ingest, plan_quality, plan_republish
-from eventlake.settings import RepublishRoute, Settings, load_settings
-from eventlake.spark import spark_jars
-from eventlake.tables import state_path
+from eventlake.spark.conf import spark_jars
+from eventlake.warehouse.names import state_path
 from tests.cluster.cluster_tools import (
     app_ids,
     apps_since,

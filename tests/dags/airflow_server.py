@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.core.settings import Settings
 from eventlake.local.airflow import LocalAirflow, free_port
-from eventlake.settings import Settings
 
 AirflowServer = LocalAirflow
 _STASH_KEY = pytest.StashKey[LocalAirflow]()

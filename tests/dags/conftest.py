@@ -16,7 +16,7 @@ import pytest
 from tests.airflow_home import _airflow_home  # noqa: F401
 
 # isort: split
-from eventlake.settings import Settings
+from eventlake.core.settings import Settings
 
 
 @pytest.fixture(scope="session")

@@ -23,10 +23,11 @@ from typing import Any, Final
 import pytest
 from deltalake import DeltaTable
 
-from eventlake.kafka import create_topic, produce_all
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.airflow import LocalAirflow, free_port
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag
 from tests.helpers import binary_headers
 

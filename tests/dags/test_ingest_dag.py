@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from eventlake.kafka import create_topic, make_producer
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_producer
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
 
 DAG_ID = "eventlake_ingest"

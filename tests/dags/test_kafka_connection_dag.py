@@ -19,7 +19,8 @@ import psutil
 import pytest
 from deltalake import DeltaTable
 
-from eventlake.kafka import create_topic, produce_all
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
 from tests.dags.airflow_server import AirflowServer, airflow_server  # noqa: F401

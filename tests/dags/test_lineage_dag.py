@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.helpers import binary_headers
 
 DAG_ID = "eventlake_quality"

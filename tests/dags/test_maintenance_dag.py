@@ -11,11 +11,12 @@ import pytest
 from deltalake import DeltaTable as DeltaRsTable
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic, produce_all
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
-from eventlake.tables import state_path
+from eventlake.warehouse.names import state_path
 from tests.dags.dag_helpers import task_states
 from tests.helpers import delta_operations, keyed_events
 

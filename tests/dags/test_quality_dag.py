@@ -11,10 +11,11 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
 from tests.helpers import binary_headers
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
 from tests.dags.dag_helpers import parse_dag, task_states
 from tests.helpers import binary_headers, read_topic
 

@@ -1,4 +1,4 @@
-"""eventlake.status_page: the page is rendered from the JSON of `eventlake status --json`
+"""eventlake.orchestration.status_page: the page is rendered from the JSON of `eventlake status --json`
 (no broker, no Spark: a hand-made report), and the app lets no one in without Airflow's
 sign-in."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from eventlake.status import absent_topic_line
-from eventlake.status_page import render_page, status_app, topic_rows
+from eventlake.orchestration.status_page import render_page, status_app, topic_rows
+from eventlake.status.report import absent_topic_line
 
 
 def _report(**changes: Any) -> dict[str, Any]:

@@ -15,12 +15,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import LocalSettings
-from eventlake.spark import local_rows
-from eventlake.status import warehouse_status
-from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA
+from eventlake.spark.rows import local_rows
+from eventlake.status.report import warehouse_status
+from eventlake.warehouse.names import DQ_RESULTS
+from eventlake.warehouse.schemas import DQ_RESULTS_SCHEMA
 from tests.dags.airflow_server import AirflowServer, airflow_server  # noqa: F401
 from tests.dags.test_ui_screenshot import headless_chromium, text_in_image
 from tests.helpers import produce_events

@@ -32,7 +32,7 @@ from eventlake.local.spark_standalone import (
 )
 from eventlake.orchestration.kafka_connection import KAFKA_CONN_ID
 from eventlake.orchestration.submit import SPARK_CONN_ID
-from eventlake.spark import EVENTLAKE_JAR, HADOOP_JAR
+from eventlake.spark.conf import EVENTLAKE_JAR, HADOOP_JAR
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -172,7 +172,7 @@ def test_dockerfile_fetches_jars_with_maven(command: str) -> None:
 
 @pytest.mark.parametrize("prefix", [EVENTLAKE_JAR, HADOOP_JAR])
 def test_dockerfile_puts_eventlakes_own_jars_among_sparks(prefix: str) -> None:
-    # Both are required jars (eventlake.spark.REQUIRED_JARS): a job refuses to start
+    # Both are required jars (eventlake.spark.conf.REQUIRED_JARS): a job refuses to start
     # without either. A copy names the jar itself, or keeps the built one's name.
     copies = re.findall(r"cp (\S+) infra/jars/spark/(\S*)", _dockerfile_text())
     names = [target or Path(source).name for source, target in copies]

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 
-from eventlake.binding import DECODER_FUNCTION
+from eventlake.binding.decode import DECODER_FUNCTION
 from eventlake.ingest.batch import decided_events, duplicate_verdicts
-from eventlake.tables import KAFKA_SOURCE_SCHEMA
+from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 
 def _plan(frame: DataFrame) -> str:

@@ -11,16 +11,20 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.compaction import topic_offsets
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.ingest import run as ingest_run
 from eventlake.ingest.batch import BatchResult, land_batch
 from eventlake.ingest.state_backlog import LandedBatch, StateBacklog, read_back
-from eventlake.kafka import Record, create_topic, produce_all
-from eventlake.ledger import INGEST, STATE, Ledger, read_marks, topic_leases
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic, topic_offsets
+from eventlake.ledger.commits import Ledger
+from eventlake.ledger.lease import topic_leases
+from eventlake.ledger.marks import INGEST, STATE, read_marks
 from eventlake.local.broker import LocalBroker
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables, state_path
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path
+from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
+from eventlake.warehouse.tables import ensure_tables
 from tests.helpers import binary_headers, read_table, state_stream
 
 # -- the backlog's bookkeeping ----------------------------------------------------------------

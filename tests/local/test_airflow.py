@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.core.settings import load_settings
 from eventlake.local import processes
 from eventlake.local.airflow import (
     ALL_COMPONENTS,
@@ -17,7 +18,6 @@ from eventlake.local.airflow import (
     airflow_environment,
     stop_local_airflow,
 )
-from eventlake.settings import load_settings
 
 
 def test_stop_local_airflow_ends_the_recorded_process_groups(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.core.settings import Settings
 from eventlake.local.class_archive import ClassArchiveError, build_archive
-from eventlake.settings import Settings
 
 
 def test_a_failed_build_says_why_and_leaves_no_archive(settings: Settings, tmp_path: Path) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import create_topic
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.local.demo import DEMO_TOPIC, QUERIES
-from eventlake.query import register_tables
-from eventlake.settings import Settings
+from eventlake.views.query import register_tables
 from tests.helpers import produce_events
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.core.settings import PROJECT_ROOT, Settings, load_settings
 from eventlake.local.settings import LocalSettings, load_local_settings
-from eventlake.settings import PROJECT_ROOT, Settings, load_settings
 
 LOCAL_FIELDS = (
     "kafka_jars_dir",

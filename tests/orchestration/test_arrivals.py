@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from eventlake.kafka import create_topic, make_producer
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_producer
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.orchestration.arrivals import TopicArrivalTrigger, arrived, high_watermarks
-from eventlake.settings import Settings
 
 
 def test_nothing_new_is_no_arrival() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eventlake.core.settings import Settings
 from eventlake.orchestration.assets import (
     events_asset,
     ingest_outlets,
@@ -11,7 +12,6 @@ from eventlake.orchestration.assets import (
     state_asset,
     state_assets,
 )
-from eventlake.settings import Settings
 
 
 def test_tables_are_file_uris_of_their_folders(settings: Settings, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
+from eventlake.core.settings import Settings
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.dag_parts import (
     JobRefusal,
@@ -24,8 +25,7 @@ from eventlake.orchestration.dag_parts import (
     spark_submit,
     spark_submit_each,
 )
-from eventlake.settings import Settings
-from eventlake.spark_auth import SECRET_ENV
+from eventlake.spark.auth import SECRET_ENV
 from tests.airflow_home import DAGS_FOLDER
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.checkpoint import claim_checkpoint, hold_checkpoint
+from eventlake.core.settings import Settings
+from eventlake.ledger.checkpoint import claim_checkpoint, hold_checkpoint
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.ingest import (
     IngestParams,
@@ -16,8 +17,7 @@ from eventlake.orchestration.ingest import (
     plan_ingest,
     plan_reconcile,
 )
-from eventlake.settings import Settings
-from eventlake.spark import LANDING_YOUNG_GENERATION
+from eventlake.spark.conf import LANDING_YOUNG_GENERATION
 
 
 def test_incremental_run_reads_available_now() -> None:

@@ -13,6 +13,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 from pydantic import SecretStr
 
+from eventlake.core.settings import Settings
 from eventlake.orchestration import OrchestrationError, plan_ingest
 from eventlake.orchestration.dag_parts import KafkaSparkSubmitOperator, plan_task
 from eventlake.orchestration.kafka_connection import (
@@ -23,7 +24,6 @@ from eventlake.orchestration.kafka_connection import (
     task_settings,
     with_kafka_connection,
 )
-from eventlake.settings import Settings
 
 PASSWORD = "pw-" + "0123456789abcdef"
 SCRAM_CONFIG = {

@@ -10,6 +10,7 @@ import pytest
 import typer.main
 
 from eventlake.cli import app
+from eventlake.core.settings import RepublishRoute
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.ingest import IngestParams
 from eventlake.orchestration.maintenance import MaintenanceParams
@@ -24,7 +25,6 @@ from eventlake.orchestration.options import (
 )
 from eventlake.orchestration.quality import QualityParams
 from eventlake.orchestration.republish import route_application_args
-from eventlake.settings import RepublishRoute
 
 COMMANDS: Any = typer.main.get_command(app)
 

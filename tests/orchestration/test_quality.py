@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from airflow.sdk.exceptions import ParamValidationError
 
+from eventlake.core.settings import Settings
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.quality import QualityParams, plan_quality, quality_params
-from eventlake.settings import Settings
 
 
 def test_quality_params_map_to_check_arguments() -> None:

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from eventlake.core.settings import RepublishRoute, Settings
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.republish import (
     RepublishParams,
     plan_republish,
     route_application_args,
 )
-from eventlake.settings import RepublishRoute, Settings
 
 ROUTES = [
     RepublishRoute(source="raw", target="orders", cleanup_policy="compact"),
@@ -45,7 +45,7 @@ def test_unconfigured_route_is_refused() -> None:
 
 
 def test_routes_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from eventlake.settings import load_settings
+    from eventlake.core.settings import load_settings
 
     monkeypatch.setenv(
         "EVENTLAKE_REPUBLISH_ROUTES", json.dumps([{"source": "raw", "target": "orders"}])

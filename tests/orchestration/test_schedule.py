@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from airflow.sdk import AssetAny, AssetOrTimeSchedule
 
+from eventlake.core.settings import Settings, load_settings
 from eventlake.orchestration.arrivals import TopicArrivalTrigger
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.schedule import dag_schedule, topic_asset, topic_of
-from eventlake.settings import Settings, load_settings
 
 CRON = "*/10 * * * *"
 

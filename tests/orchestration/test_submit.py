@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eventlake.core.settings import Settings
 from eventlake.orchestration.submit import (
     SUBMIT_KEYS,
     dry_run_report,
@@ -10,8 +11,7 @@ from eventlake.orchestration.submit import (
     submit_conf,
     submit_kwargs,
 )
-from eventlake.settings import Settings
-from eventlake.spark import spark_jars
+from eventlake.spark.conf import spark_jars
 
 
 def test_submit_conf_leaves_jars_to_the_jars_argument(settings: Settings) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.core.settings import load_settings
 from eventlake.quality.config import CheckName, QualityConfigError, load_quality_config
-from eventlake.settings import load_settings
 
 
 def test_topic_overrides_merge_with_defaults_and_severities() -> None:
@@ -52,7 +52,7 @@ def test_the_check_command_refuses_rules_that_do_not_hold_before_spark_starts(
     def no_spark(*_: object, **__: object) -> None:
         raise AssertionError("the check started Spark before reading its rules")
 
-    monkeypatch.setattr("eventlake.spark.build_spark_session", no_spark)
+    monkeypatch.setattr("eventlake.spark.session.build_spark_session", no_spark)
     rules = '{"defaults": {"max_rows": 2}, "topics": {"a": {"min_rows": 5}}}'
     monkeypatch.setenv("EVENTLAKE_QUALITY", rules)
 

@@ -21,20 +21,20 @@ from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.row_conditions import Column as GxColumn
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.quality.config import CheckName, TopicRules
-from eventlake.quality.gx import PLAN_INDEX, Validator, judge, results_by_plan_index
-from eventlake.quality.measure import CheckCounts, measure_slice
+from eventlake.quality.gx import Validator, judge, results_by_plan_index
+from eventlake.quality.measure import measure_slice
+from eventlake.quality.model import PLAN_INDEX, CheckCounts, PlannedCheck
 from eventlake.quality.plan import (
     LATEST_TIME_PARAMETER,
-    PlannedCheck,
     plan_checks,
     with_occurrences,
     with_topic_columns,
 )
 from eventlake.quality.request import QualityError
-from eventlake.settings import Settings
-from eventlake.spark import release
-from eventlake.tables import EVENTS_SCHEMA
+from eventlake.spark.rows import release
+from eventlake.warehouse.schemas import EVENTS_SCHEMA
 
 RUN_TIME = datetime(2026, 11, 25, 12, tzinfo=UTC)
 DEFAULTS = TopicRules()

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from eventlake.quality import plan as plan_module
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.plan import OCCURRENCES, plan_checks, with_occurrences
-from eventlake.spark import release
+from eventlake.spark.rows import release
 
 # A plan holds Spark Columns (the conditions of offending rows): building one needs an
 # active session.

@@ -23,14 +23,16 @@ from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
 from eventlake.cli import app
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, create_topic, produce_all
+from eventlake.kafka.clients import Record, produce_all
+from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.quality import CheckName, CheckReport, CheckRequest, QualityConfig, run_checks
 from eventlake.quality import run as run_module
 from eventlake.quality.gx import DQ_DOCS
-from eventlake.settings import Settings
-from eventlake.tables import DQ_RESULTS, EVENTS, EVENTS_SCHEMA
+from eventlake.warehouse.names import DQ_RESULTS, EVENTS
+from eventlake.warehouse.schemas import EVENTS_SCHEMA
 from tests.helpers import interrupted_spark_job
 
 RUN = uuid.uuid4().hex[:8]
@@ -291,7 +293,7 @@ def test_a_topic_never_landed_is_refused_before_spark_not_passed_on_zero_rows(
     def no_spark(*_: object, **__: object) -> None:
         raise AssertionError("the check started Spark for a topic it cannot check")
 
-    monkeypatch.setattr("eventlake.spark.build_spark_session", no_spark)
+    monkeypatch.setattr("eventlake.spark.session.build_spark_session", no_spark)
     result = CliRunner().invoke(
         app, ["check", "--warehouse", str(lake.warehouse), "--topic", f"{GOOD}-misspelt"]
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Observation, SparkSession
 
-from eventlake.binding import decode_records
-from eventlake.observed import observe_reasons
-from eventlake.republish.encode import ENCODER_FUNCTION, MAPPED_KEY, Hop, encode_as
+from eventlake.binding.decode import decode_records
+from eventlake.binding.encode import ENCODER_FUNCTION, MAPPED_KEY, Hop, encode_as
+from eventlake.binding.reason_counts import observe_reasons
 from eventlake.republish.plan import (
     REPUBLISH_REASONS,
     plan_republish,
@@ -20,7 +20,7 @@ from eventlake.republish.plan import (
     planned_rejects,
 )
 from eventlake.republish.request import RepublishRequest
-from eventlake.tables import KAFKA_SOURCE_SCHEMA
+from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 EVENT = (
     b"k",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import Observation, SparkSession
 
-from eventlake.binding import DECODER_FUNCTION
-from eventlake.republish.encode import ENCODER_FUNCTION
+from eventlake.binding.decode import DECODER_FUNCTION
+from eventlake.binding.encode import ENCODER_FUNCTION
 from eventlake.republish.plan import counted_plan, planned_records
 from eventlake.republish.request import RepublishRequest
-from eventlake.tables import KAFKA_SOURCE_SCHEMA
+from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 
 @pytest.mark.parametrize("to_mode", ["keep", "binary", "structured"])

@@ -24,17 +24,18 @@ from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.formats.json import JSONFormat
 from pyspark.sql import SparkSession
 
+from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.kafka import Record, UnknownTopicError, create_topic, make_admin, produce_all
+from eventlake.kafka.clients import Record, make_admin, produce_all
+from eventlake.kafka.topics import UnknownTopicError, create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import run as run_module
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish
-from eventlake.settings import Settings
-from eventlake.tables import state_path
+from eventlake.warehouse.names import state_path
 from tests.helpers import interrupted_spark_job, read_table, read_topic
+from tests.kafka.test_partitioner import java_partition
 from tests.republish.corpus import SDK_EVENTS, SOURCE_RECORDS, Headers, ce_headers
-from tests.test_partitioner import java_partition
 
 TARGET_PARTITIONS = 3
 STRUCTURED_CT = b"application/cloudevents+json; charset=UTF-8"

@@ -30,9 +30,10 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
-from eventlake.cli.common import REFUSED_EXIT_CODE, app, leave_without_collecting, prose
-from eventlake.settings import InvalidSettingError
-from eventlake.stop_signals import stop_while_starting
+from eventlake.cli.common import app, leave_without_collecting, prose
+from eventlake.core.errors import REFUSED_EXIT_CODE
+from eventlake.core.settings import InvalidSettingError
+from eventlake.runs.stop_signals import stop_while_starting
 
 __all__ = ["app", "cluster", "command", "jobs", "local", "main", "reports"]
 
@@ -55,7 +56,7 @@ COMMAND_ORDER: Final = (
 )
 
 #: The commands that stop cleanly on SIGTERM or SIGINT (README: "a job stops cleanly"),
-#: from their start on (:func:`eventlake.stop_signals.stop_while_starting`).
+#: from their start on (:func:`eventlake.runs.stop_signals.stop_while_starting`).
 STOPPABLE_COMMANDS: Final = frozenset(
     {"ingest", "republish", "check", "reconcile", "maintain", "compaction-check", "query"}
     | {"types", "views"}

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from eventlake.cli.common import REFUSED_EXIT_CODE, app, fail
-from eventlake.text_table import text_table
+from eventlake.cli.common import app, fail
+from eventlake.core.errors import REFUSED_EXIT_CODE
+from eventlake.core.text_table import text_table
 
 if TYPE_CHECKING:
     from eventlake.local.processes import ComponentStatus

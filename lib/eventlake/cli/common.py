@@ -14,26 +14,17 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from eventlake.driver_work import DriverWork
-from eventlake.errors import TryAgainLater
-from eventlake.settings import Settings, load_settings
-from eventlake.topic_names import InvalidTopicNameError, check_topic_name
+from eventlake.core.driver_work import DriverWork
+from eventlake.core.errors import REFUSED_EXIT_CODE, EventlakeError, Refused, TryAgainLater
+from eventlake.core.settings import Settings, load_settings
+from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-#: A command's exit code when it refuses to run (bad arguments, a topic Kafka does not
-#: have, no jars, ...): one ``error: <reason>`` line on stderr, nothing done. The DAGs do
-#: not retry it: the same arguments would be refused again.
-REFUSED_EXIT_CODE: Final = 2
-#: The exit code of a refusal a later run may get past (:class:`TryAgainLater`: Kafka does
-#: not answer, the topic's lease is held, ...): ``EX_TEMPFAIL`` of sysexits.h. The DAGs
-#: retry it.
-TRY_AGAIN_EXIT_CODE: Final = 75
 
 RequestT = TypeVar("RequestT")
 ResultT = TypeVar("ResultT")
@@ -165,10 +156,10 @@ def run_job(
     after_stop: str | None = None,
 ) -> ResultT:
     """Start the Spark session ``app_name`` and return ``job(spark, settings, request)``;
-    ``work``: what the driver does (:class:`eventlake.driver_work.DriverWork`), which
+    ``work``: what the driver does (:class:`eventlake.core.driver_work.DriverWork`), which
     sizes its memory and JVM. With ``after_stop`` (what a stopped run leaves, and what
     to do), SIGTERM or SIGINT cancels the job's Spark jobs, and the command says so and
-    exits 0 (:func:`eventlake.stop_signals.cancelling_spark_jobs`); jobs that handle the
+    exits 0 (:func:`eventlake.runs.stop_signals.cancelling_spark_jobs`); jobs that handle the
     signals themselves (streams) pass none.
 
     Example:
@@ -176,7 +167,7 @@ def run_job(
         'reconcile customers: read=12 keys=5 inserted=5 updated=0 deleted=0'
     """
     # Imported on call so that commands that start no Spark (status, --help) load no pyspark.
-    from eventlake.spark import build_spark_session
+    from eventlake.spark.session import build_spark_session
 
     spark = build_spark_session(settings, app_name=app_name, work=work)
     if after_stop is None:
@@ -189,7 +180,7 @@ def run_job(
 @contextmanager
 def stopped_with_a_line(spark: SparkSession, name: str, after_stop: str) -> Iterator[None]:
     """Within the block, SIGTERM or SIGINT cancels the command's Spark jobs
-    (:func:`eventlake.stop_signals.cancelling_spark_jobs`); a block they end prints
+    (:func:`eventlake.runs.stop_signals.cancelling_spark_jobs`); a block they end prints
     ``<name>: stopped by <signal>; <after_stop>`` and the command exits 0. A block that
     finishes anyway (the signal came after its last Spark job) goes on as usual.
 
@@ -197,7 +188,7 @@ def stopped_with_a_line(spark: SparkSession, name: str, after_stop: str) -> Iter
         >>> with stopped_with_a_line(spark, "query", "nothing was changed"):
         ...     text = run_query(spark, sql)
     """
-    from eventlake.stop_signals import cancelling_spark_jobs
+    from eventlake.runs.stop_signals import cancelling_spark_jobs
 
     finished = False
     with cancelling_spark_jobs(spark, name, "cancelling its Spark jobs") as signals:
@@ -219,19 +210,20 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 @contextmanager
-def refused(*errors: type[Exception]) -> Iterator[None]:
-    """Turn one of ``errors`` raised in the block into ``error: <message>`` and exit 2, or
-    75 when it is a :class:`TryAgainLater` (a later run may succeed).
-
-    The job commands list the errors that mean "refused" (bad arguments, a checkpoint of
-    another run, no jars, no broker): those deserve a one-line reason, not a traceback.
+def refused(*also: type[Exception]) -> Iterator[None]:
+    """Turn a refusal raised in the block into ``error: <message>`` and its exit code: 2
+    for a :class:`~eventlake.core.errors.Refused` (bad arguments, a checkpoint of another
+    run, no jars), 75 for a :class:`~eventlake.core.errors.TryAgainLater` (no broker, a
+    held lease: a later run may succeed). ``also``: other errors to treat as refusals
+    (exit 2). A refusal deserves a one-line reason, not a traceback.
 
     Example:
         >>> with refused(ValueError):
         ...     int("ten")  # prints "error: invalid literal ..." and exits 2
     """
+    caught: tuple[type[Exception], ...] = (Refused, TryAgainLater, *also)
     try:
         yield
-    except errors as error:
-        later = isinstance(error, TryAgainLater)
-        fail(str(error), code=TRY_AGAIN_EXIT_CODE if later else REFUSED_EXIT_CODE)
+    except caught as error:
+        code = error.exit_code if isinstance(error, EventlakeError) else REFUSED_EXIT_CODE
+        fail(str(error), code=code)

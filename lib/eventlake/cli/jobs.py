@@ -32,54 +32,6 @@ from eventlake.cli.common import (
 SummaryT = TypeVar("SummaryT")
 
 
-def _kafka_job_refusals() -> tuple[type[Exception], ...]:
-    """What refuses a job that reads Kafka and commits through the ledger (ingest,
-    republish, reconcile) besides its own request errors: no Spark jars, no broker, no
-    such topic or a topic pattern Spark cannot compile, a lease not granted in time, a
-    ledger or state commit that lost to other writers every time.
-
-    Example:
-        >>> with refused(*_kafka_job_refusals()):
-        ...     run_job(settings, "eventlake-reconcile", reconcile_state, "customers")
-    """
-    # Imported on call, as in every command, so that `--help` and status load no pyspark.
-    from eventlake.kafka import KafkaConnectionError, TopicPatternError, UnknownTopicError
-    from eventlake.ledger import (
-        LeaseTimeoutError,
-        LedgerConflictError,
-        LedgerMovedError,
-        LedgerVersionError,
-    )
-    from eventlake.spark import SETUP_ERRORS
-    from eventlake.state import StateConflictError
-
-    return (
-        *SETUP_ERRORS,
-        KafkaConnectionError,
-        UnknownTopicError,
-        TopicPatternError,
-        LeaseTimeoutError,
-        LedgerConflictError,
-        LedgerMovedError,
-        LedgerVersionError,
-        StateConflictError,
-    )
-
-
-def _streaming_refusals() -> tuple[type[Exception], ...]:
-    """What refuses a Kafka streaming job (ingest, republish) besides its own request
-    errors: :func:`_kafka_job_refusals`, and a checkpoint of another run or held by a
-    live stream.
-
-    Example:
-        >>> with refused(IngestError, *_streaming_refusals()):
-        ...     run_ingest(spark, settings, request)
-    """
-    from eventlake.checkpoint import CheckpointBusyError, CheckpointMismatchError
-
-    return (CheckpointMismatchError, CheckpointBusyError, *_kafka_job_refusals())
-
-
 def _run_unless_idle(
     command: str,
     topics: Sequence[str],
@@ -87,7 +39,7 @@ def _run_unless_idle(
     idle_summary: Callable[[float], SummaryT],
     run: Callable[[], SummaryT],
 ) -> SummaryT:
-    """``run()``, unless ``nothing_new()`` (:mod:`eventlake.idle`, checked without Spark)
+    """``run()``, unless ``nothing_new()`` (:mod:`eventlake.status.pending`, checked without Spark)
     says the ledger holds every record of ``topics`` up to their ends: then say so and
     return the empty summary of the seconds the check took.
 
@@ -157,11 +109,11 @@ def ingest(
 
     Prints one summary line at the end: records read, events, rejects by reason, batches.
     """
-    from eventlake.idle import nothing_to_land
-    from eventlake.ingest import IngestError, IngestRequest, IngestSummary, run_ingest
+    from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+    from eventlake.status.pending import nothing_to_land
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(IngestError, *_streaming_refusals()):
+    with refused():
         request = IngestRequest(
             topics=tuple(topic or ()),
             topic_pattern=topic_pattern,
@@ -196,10 +148,10 @@ def reconcile(
 
     Takes the topic's lease: beside a running state stream it waits for the batch in
     progress, and the stream goes on after the offsets read here."""
-    from eventlake.state import reconcile_state
+    from eventlake.state.reconcile import reconcile_state
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*_kafka_job_refusals()):
+    with refused():
         report = run_job(
             settings,
             "eventlake-reconcile",
@@ -241,10 +193,10 @@ def maintain(
     those at risk), then Delta OPTIMIZE and VACUUM of every table. One line per step and
     a summary; exit 2 when the arguments are refused, 1 when the compaction check failed
     (the tables are still maintained)."""
-    from eventlake.maintenance import MaintenanceError, MaintenanceRequest, run_maintenance
-    from eventlake.spark import SETUP_ERRORS
+    from eventlake.maintenance.request import MaintenanceRequest
+    from eventlake.maintenance.run import run_maintenance
 
-    with refused(MaintenanceError):
+    with refused():
         request = MaintenanceRequest(
             retention_hours=retention_hours,
             allow_below_safety=allow_below_safety,
@@ -255,7 +207,7 @@ def maintain(
     # The request first: refused arguments exit 2 before the settings are read.
     settings = job_settings(bootstrap_servers, warehouse)
     each_step_printed = partial(run_maintenance, report=typer.echo)
-    with refused(*SETUP_ERRORS):
+    with refused():
         summary = run_job(
             settings,
             "eventlake-maintenance",
@@ -376,17 +328,16 @@ def republish(
     --cleanup-policy compact (a new target is created with the policy given; default:
     delete, as Kafka's)
     """
-    from eventlake.idle import nothing_to_send
     from eventlake.republish import (
-        RepublishError,
         RepublishRequest,
         RepublishSummary,
         parse_pair,
         run_republish,
     )
+    from eventlake.status.pending import nothing_to_send
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(RepublishError, *_streaming_refusals()):
+    with refused():
         request = RepublishRequest(
             source=source,
             target=target,
@@ -441,18 +392,16 @@ def check(
     Data Docs under <warehouse>/dq_docs. Exit code 1 when a check of severity error failed.
     """
     # pyspark first, on this thread: the import below must not race it for pyspark's modules.
-    from eventlake.driver_work import DriverWork
+    from eventlake.core.driver_work import DriverWork
     from eventlake.quality import (
         CheckRequest,
-        QualityConfigError,
-        QualityError,
         load_quality_config,
         require_checkable,
     )
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.spark.session import build_spark_session
 
     settings = job_settings(warehouse=warehouse)
-    with refused(QualityError, QualityConfigError, *SETUP_ERRORS):
+    with refused():
         request = CheckRequest(table=table, full=full, topic=topic)
         # Refused before Spark: rules that do not hold, a missing table, an unlanded topic.
         load_quality_config(settings.quality)

@@ -84,11 +84,11 @@ def samples(
     bootstrap_servers: BootstrapOption = None,
 ) -> None:
     """Produce a realistic sample stream of CloudEvents (both modes, tombstones, bad records)."""
-    from eventlake.kafka import KafkaConnectionError, check_connection
+    from eventlake.kafka.connection import check_connection
     from eventlake.local.samples import produce_samples
 
     settings = job_settings(bootstrap_servers)
-    with refused(KafkaConnectionError):
+    with refused():
         check_connection(settings)
     produced = produce_samples(settings, topic=topic, count=count, partitions=partitions, seed=seed)
     typer.echo(
@@ -112,8 +112,8 @@ def demo(
     from eventlake.local.airflow import LocalAirflowError
     from eventlake.local.demo import QUERIES, DemoError, next_steps, run_demo
     from eventlake.local.settings import load_local_settings
-    from eventlake.query import register_tables, run_query
-    from eventlake.spark import build_spark_session
+    from eventlake.spark.session import build_spark_session
+    from eventlake.views.query import register_tables, run_query
 
     settings = load_local_settings()
     try:
@@ -150,8 +150,8 @@ def class_archive(
     jars; EVENTLAKE_CLASS_ARCHIVE names its file (empty: none)."""
     import time
 
-    from eventlake.class_archive import is_current
     from eventlake.local.class_archive import ClassArchiveError, build_archive
+    from eventlake.spark.conf import is_current
 
     settings = job_settings()
     if settings.class_archive is None:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from eventlake.cli.common import (
-    REFUSED_EXIT_CODE,
     BootstrapOption,
     WarehouseOption,
     app,
@@ -23,10 +22,11 @@ from eventlake.cli.common import (
     stopped_with_a_line,
     topic_option,
 )
+from eventlake.core.errors import REFUSED_EXIT_CODE
 
 if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
-    from eventlake.event_types import TypeColumns
-    from eventlake.settings import Settings
+    from eventlake.core.settings import Settings
+    from eventlake.views.type_fields import TypeColumns
 
 
 @app.command("compaction-check")
@@ -40,17 +40,13 @@ def compaction_check(
     SIGTERM or SIGINT stops it between or within topics: the topics printed were
     checked (a risk found is recorded with its state table), the others were not; the
     exit is 4 when one printed is at risk, 0 otherwise."""
-    from eventlake.compaction import check_compaction
-    from eventlake.kafka import (
-        KafkaConnectionError,
-        UnknownTopicError,
-        check_connection,
-        require_topics,
-    )
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.kafka.connection import check_connection
+    from eventlake.kafka.topics import require_topics
+    from eventlake.spark.session import build_spark_session
+    from eventlake.state.compaction_risk import check_compaction
 
     settings = job_settings(bootstrap_servers, warehouse)
-    with refused(*SETUP_ERRORS, KafkaConnectionError, UnknownTopicError):
+    with refused():
         # Refused in a sentence before Spark starts: no broker, no such topic.
         check_connection(settings)
         require_topics(settings, topic)
@@ -89,7 +85,7 @@ def status(
 
     Starts no Spark. Exit 3 when Kafka did not answer (current offsets still shown).
     """
-    from eventlake.status import warehouse_status
+    from eventlake.status.report import warehouse_status
 
     settings = job_settings(bootstrap_servers, warehouse)
     report = warehouse_status(settings, topics=tuple(topic or ()))
@@ -122,16 +118,17 @@ def types_command(
     or its data), and when a type's shape changed (a field appeared, disappeared or
     changed kind). The columns found here are kept in the warehouse: `eventlake query`
     reads them instead of inferring them again."""
-    from eventlake.event_types import event_types, fields_path, save_columns
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
-    from eventlake.tables import EVENTS, is_delta_table
-    from eventlake.text_table import text_table
+    from eventlake.core.text_table import text_table
+    from eventlake.spark.session import build_spark_session
+    from eventlake.views.event_types import event_types
+    from eventlake.views.type_fields import fields_path, save_columns
+    from eventlake.warehouse.names import EVENTS, is_delta_table
 
     settings = job_settings(warehouse=warehouse)
     path = settings.table_path(EVENTS)
     if not is_delta_table(path):
         refuse_empty_warehouse(settings, "events table")
-    with refused(*SETUP_ERRORS):
+    with refused():
         spark = build_spark_session(settings, app_name="eventlake-types")
     events = spark.read.format("delta").load(str(path))
     with stopped_with_a_line(spark, "types", "nothing was saved; run it again"):
@@ -188,18 +185,18 @@ def query(
     warehouse: WarehouseOption = None,
 ) -> None:
     """Run SQL over the warehouse's Delta tables, registered by name."""
-    from eventlake.query import QueryError, register_tables, run_query
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.spark.session import build_spark_session
+    from eventlake.views.query import register_tables, run_query
 
     if output_format not in {"table", "json"}:
         fail("--format must be 'table' or 'json'", code=REFUSED_EXIT_CODE)
     settings = job_settings(warehouse=warehouse)
-    with refused(*SETUP_ERRORS):
+    with refused():
         spark = build_spark_session(settings, app_name="eventlake-query")
     names = register_tables(spark, settings)
     if not names:
         refuse_empty_warehouse(settings)
-    with refused(QueryError), stopped_with_a_line(spark, "query", "it changed nothing"):
+    with refused(), stopped_with_a_line(spark, "query", "it changed nothing"):
         text = run_query(spark, sql, output_format=output_format, limit=limit)
     typer.echo(text)
 
@@ -213,11 +210,11 @@ def views(
     TEMPORARY VIEW statements for a Spark session of your own, e.g. `eventlake views >
     views.sql` and then `spark-sql -i views.sql` with the Delta jars. The typed views'
     columns are those `eventlake types` or maintenance kept, inferred for newer types."""
-    from eventlake.query import view_statements, views_sql
-    from eventlake.spark import SETUP_ERRORS, build_spark_session
+    from eventlake.spark.session import build_spark_session
+    from eventlake.views.query import view_statements, views_sql
 
     settings = job_settings(warehouse=warehouse)
-    with refused(*SETUP_ERRORS):
+    with refused():
         spark = build_spark_session(settings, app_name="eventlake-views")
     with stopped_with_a_line(spark, "views", "nothing was printed; run it again"):
         statements = view_statements(spark, settings)

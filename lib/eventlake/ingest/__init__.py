@@ -7,7 +7,7 @@ Two ways to run, one decode and write path:
 * bounded batch (explicit ending offsets, for backfills and full refreshes): one batch
   from where the tables stand up to the ending offsets.
 
-Both land only what the ledger (:mod:`eventlake.ledger`) does not hold yet, and move
+Both land only what the ledger (:mod:`eventlake.ledger.marks`) does not hold yet, and move
 it in the same commits as the rows: a batch replayed after a crash, a backfill before
 the next scheduled run, or two processes on one topic never write a record twice.
 
@@ -22,9 +22,9 @@ Example:
 Modules: :mod:`~eventlake.ingest.request` (the request, the summary, the Kafka source
 options), :mod:`~eventlake.ingest.batch` (one micro-batch into the tables),
 :mod:`~eventlake.ingest.run` (streaming and bounded runs). The binding's rules are not
-here (the JVM decoder and :mod:`eventlake.binding`), nor the tables
-(:mod:`eventlake.tables`), the micro-batch loop (:mod:`eventlake.streaming`), the
-counts every run keeps (:mod:`eventlake.run_summary`) or the state tables
+here (the JVM decoder and :mod:`eventlake.binding.decode`), nor the tables
+(:mod:`eventlake.warehouse.tables`), the micro-batch loop (:mod:`eventlake.runs.streaming`), the
+counts every run keeps (:mod:`eventlake.runs.summary`) or the state tables
 (:mod:`eventlake.state`).
 """
 

@@ -1,7 +1,7 @@
 """One batch of Kafka records into the events and rejects tables, exactly once per record:
 the decode and write path that every ingest (stream, scheduled, backfill) shares.
 
-What has landed is the ledger's (:mod:`eventlake.ledger`): a batch lands only the
+What has landed is the ledger's (:mod:`eventlake.ledger.marks`): a batch lands only the
 records at or above the marks, and moves them to the batch's end offsets in the same
 commits. The rejects commit (when the batch has rejects) comes first, the events commit
 (always, with no rows when there are none) last: the events marks are where ingest
@@ -24,7 +24,7 @@ from typing import Final
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import (
+from eventlake.binding.decode import (
     DATA_JSON_INVALID,
     RejectReason,
     decode_records,
@@ -32,23 +32,19 @@ from eventlake.binding import (
     to_events,
     to_rejects,
 )
-from eventlake.duplicates import DUPLICATE_EVENT, landed_identities, mark_duplicates
-from eventlake.ledger import (
-    INGEST,
-    Ledger,
-    LedgerMovedError,
-    Marks,
-    landed_version,
-    only_missing,
-    unlanded,
+from eventlake.binding.reason_counts import (
+    flag_counts,
+    observed_values,
+    reason_counts,
+    rejects_lost,
 )
-from eventlake.observed import flag_counts, observed_values, reason_counts, rejects_lost
-from eventlake.spark import computed_once, release
-from eventlake.tables import (
-    KAFKA_COORDINATES,
-    rejected_by_ingest,
-    retry_conflicts,
-)
+from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing, unlanded
+from eventlake.ledger.marks import INGEST, Marks, landed_version
+from eventlake.spark.rows import computed_once, release
+from eventlake.views.duplicates import DUPLICATE_EVENT, landed_identities, mark_duplicates
+from eventlake.warehouse.conflicts import retry_conflicts
+from eventlake.warehouse.names import KAFKA_COORDINATES
+from eventlake.warehouse.tables import rejected_by_ingest
 
 _KAFKA_ROW = {"topic": "topic", "partition": "partition", "offset": "offset"}
 #: Every reason a record of an ingest batch can be rejected for.
@@ -87,7 +83,7 @@ def land_batch(
     tables: what the ledger does not hold yet, exactly once, counted by reason. With
     ``dedup_horizon``, an event whose ``(source, id)`` landed before within that much
     Kafka time, or earlier in the batch, is a ``duplicate_event`` reject
-    (:func:`eventlake.duplicates.mark_duplicates`).
+    (:func:`eventlake.views.duplicates.mark_duplicates`).
 
     One pass reads, decodes, writes the events' files and counts; only a batch with
     rejects is read a second time, for the rejects. ``starts`` (where the batch begins,
@@ -245,7 +241,7 @@ def _verdicts(
     ``_verdict_detail``), so that the events and the rejects pass agree:
 
     * with ``dedup_horizon``, every reject at or above the rejects marks: the decoder's,
-      and the duplicates (:func:`eventlake.duplicates.mark_duplicates`, against the events
+      and the duplicates (:func:`eventlake.views.duplicates.mark_duplicates`, against the events
       table at one version), found in a pass over the attributes decoded from ``held``
       (the batch's unlanded Kafka rows, held; ``since``: their oldest Kafka time);
     * on a ``replay``, every row between the events and the rejects ``marks`` (the
@@ -284,7 +280,7 @@ def duplicate_verdicts(
 ) -> DataFrame:
     """--dedup's verdicts on Kafka rows ``records``: every reject at or above
     ``rejects_marks``, the decoder's and the repeats of a ``(source, id)`` in the batch or
-    in ``landed`` within ``horizon`` (:func:`eventlake.duplicates.mark_duplicates`), as
+    in ``landed`` within ``horizon`` (:func:`eventlake.views.duplicates.mark_duplicates`), as
     coordinates, ``_verdict_reason`` and ``_verdict_detail``.
 
     Decoded without the data and its VARIANT, and without the decoder's own barrier: no

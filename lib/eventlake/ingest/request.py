@@ -14,18 +14,19 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
-from eventlake.driver_work import DriverWork, ingest_driver_work
-from eventlake.kafka import kafka_source_options
-from eventlake.offset_specs import run_offsets_problem
-from eventlake.run_summary import RunSummary
-from eventlake.settings import Settings
-from eventlake.state import StateChange
-from eventlake.streaming import AVAILABLE_NOW, trigger_problem
-from eventlake.topic_names import InvalidTopicNameError, check_topic_name
+from eventlake.core.driver_work import DriverWork, ingest_driver_work
+from eventlake.core.errors import Refused
+from eventlake.core.offset_specs import run_offsets_problem
+from eventlake.core.settings import Settings
+from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
+from eventlake.kafka.connector_options import kafka_source_options
+from eventlake.ledger.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
+from eventlake.runs.summary import RunSummary
+from eventlake.runs.triggers import AVAILABLE_NOW, trigger_problem
+from eventlake.state.records import StateChange
 
 
-class IngestError(RuntimeError):
+class IngestError(Refused, RuntimeError):
     """An ingest run cannot start; the message says what to change."""
 
 
@@ -43,7 +44,7 @@ class IngestRequest:
     state: bool = False
     #: Rebuild a state table with reconcile when the compaction check finds it at risk.
     auto_reconcile: bool = False
-    #: Land repeated (source, id) events as duplicate_event rejects (eventlake.duplicates).
+    #: Land repeated (source, id) events as duplicate_event rejects (eventlake.views.duplicates).
     dedup: bool = False
 
     def __post_init__(self) -> None:
@@ -77,7 +78,7 @@ class IngestRequest:
 
     @property
     def driver_work(self) -> DriverWork:
-        """What this ingest's driver does (:func:`eventlake.spark.ingest_driver_work`): a
+        """What this ingest's driver does (:func:`eventlake.spark.session.ingest_driver_work`): a
         landing unless it keeps a state table or a dedup window.
 
         Example:
@@ -100,7 +101,7 @@ class IngestRequest:
 @dataclass
 class IngestSummary(RunSummary):
     """Counts of one run, printed as one line at the end (the shared counts:
-    :class:`eventlake.run_summary.RunSummary`)."""
+    :class:`eventlake.runs.summary.RunSummary`)."""
 
     accepted_label: ClassVar[str] = "events"
     rejected_label: ClassVar[str] = "rejects"

@@ -2,14 +2,13 @@
 micro-batch) and bounded (one batch from the ledger's marks to the ending offsets); the
 compaction check of state topics before a run, and recovery hints.
 
-Every run lands only what the ledger (:mod:`eventlake.ledger`) does not hold yet, under
+Every run lands only what the ledger (:mod:`eventlake.ledger.marks`) does not hold yet, under
 the lease of each topic it lands: a backfill, a full refresh, a second or lost checkpoint
 and a stream beside the schedule all stay exactly once.
 
 Example:
     >>> run_ingest(spark, settings, IngestRequest(topics=("orders",))).line()
-    'ingest: read=120 events=117 rejects=3 (plain_tombstone=3) batches=1 seconds=4.2'
-"""
+    'ingest: read=120 events=117 rejects=3 (plain_tombstone=3) batches=1 seconds=4.2'"""
 
 from __future__ import annotations
 
@@ -19,27 +18,22 @@ from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.compaction import check_compaction, topic_offsets
+from eventlake.core.settings import Settings
 from eventlake.ingest.batch import land_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
-from eventlake.ingest.state_backlog import StateBacklog, read_back
-from eventlake.kafka import (
-    check_connection,
-    connection_lost_error,
-    partition_counts,
-    require_topic_pattern,
-    require_topics,
+from eventlake.ingest.state_backlog import StateBacklog
+from eventlake.ingest.state_step import (
+    _apply_backlog,
+    _caught_up_ms,
+    _compaction_warnings,
+    _kept_state,
 )
-from eventlake.ledger import (
-    INGEST,
-    STATE,
-    LeaseTimeoutError,
-    Ledger,
-    Marks,
-)
-from eventlake.lineage import job_run, kafka_dataset, table_dataset
-from eventlake.offset_log import PlannedBatch, planned_batch
-from eventlake.ranges import (
+from eventlake.kafka.connection import check_connection, connection_lost_error
+from eventlake.kafka.topics import partition_counts, require_topics
+from eventlake.ledger.commits import Ledger
+from eventlake.ledger.lease import LeaseTimeoutError
+from eventlake.ledger.marks import INGEST, STATE, Marks
+from eventlake.ledger.offset_ranges import (
     bounded_range,
     nothing_to_read,
     read_range,
@@ -47,28 +41,21 @@ from eventlake.ranges import (
     split_range,
     starting_offsets_json,
 )
-from eventlake.settings import Settings
-from eventlake.state import StateChange, StateMarks, apply_state, reconcile_state
-from eventlake.stop_signals import StopSignals, run_bounded
-from eventlake.streaming import (
-    AVAILABLE_NOW,
-    ClaimedCheckpoint,
-    checkpoint_folder,
-    claimed_checkpoint,
-)
-from eventlake.tables import (
-    EVENTS,
-    REJECTS,
-    ensure_tables,
-    ingested_next_offsets,
-    may_hold_topic,
-    state_path,
-)
+from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.runs.offset_log import planned_batch
+from eventlake.runs.stop_signals import StopSignals, run_bounded
+from eventlake.runs.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
+from eventlake.runs.triggers import AVAILABLE_NOW
+from eventlake.spark.kafka import require_topic_pattern
+from eventlake.state.reconcile import reconcile_state
+from eventlake.warehouse.delta_log import may_hold_topic
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path
+from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     """Run one ingest (streaming or bounded batch) and return its counts, with its
-    OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`)."""
+    OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`)."""
     topics = list(request.topics)
     events, rejects = (table_dataset(settings.table_path(n)) for n in (EVENTS, REJECTS))
     kept = _kept_state(settings, request, topics)
@@ -150,26 +137,6 @@ def _resume_hint(settings: Settings, request: IngestRequest) -> str:
         f"What has landed is kept in the tables (and cached in checkpoint {checkpoint}): "
         "once Kafka answers, rerun the same command; it resumes there and writes nothing twice."
     )
-
-
-def _compaction_warnings(
-    spark: SparkSession, settings: Settings, request: IngestRequest
-) -> list[tuple[str, str]]:
-    """Check, before reading, whether state tables of this run may have missed deletes."""
-    if request.bounded or request.topic_pattern:
-        return []
-    topics = (
-        request.topics
-        if request.state
-        else [t for t in request.topics if t in settings.state_topics]
-    )
-    at_risk = []
-    for topic in topics:
-        report = check_compaction(spark, settings, topic)
-        if report.at_risk:
-            print(report.message, flush=True)
-            at_risk.append((topic, report.message))
-    return at_risk
 
 
 def _run_streaming(
@@ -338,76 +305,9 @@ def _stream(
     return summary
 
 
-def _apply_backlog(
-    spark: SparkSession,
-    settings: Settings,
-    request: IngestRequest,
-    ledger: Ledger,
-    backlog: StateBacklog,
-    note: str,
-    batch: DataFrame | None = None,
-) -> dict[str, StateChange]:
-    """One state step through the ``backlog`` (under the leases of its topics): the
-    records the state tables do not hold yet, read back, applied with the marks moved to
-    the backlog's ends. ``batch``: the Kafka rows of the backlog's last batch."""
-    events_path = str(settings.table_path(EVENTS))
-    rejects_path = str(settings.table_path(REJECTS))
-    ends = backlog.ends()
-    state_topics = _kept_state(settings, request, backlog.topics())
-    state_marks = {
-        k: v
-        for t in state_topics
-        for k, v in ledger.marks(str(state_path(settings, t)), STATE, [t]).items()
-    }
-    behind = [
-        t
-        for t in state_topics
-        if any(state_marks.get(k, 0) < end for k, end in ends.items() if k[0] == t)
-    ]
-    changes: dict[str, StateChange] = {}
-    if behind:
-        rows, from_files = read_back(
-            spark, backlog.batches, batch, events_path, rejects_path, state_marks, ends
-        )
-        last = backlog.batches[-1].batch_id
-        marks = StateMarks(ledger, ends, backlog.caught_up_ms(), note, last)
-        changes = apply_state(
-            spark, settings, rows, topics=behind, marks=marks, read_back=from_files
-        )
-    backlog.applied()
-    return changes
-
-
 def _dedup_horizon(settings: Settings, request: IngestRequest) -> timedelta | None:
     """How far back ``--dedup`` looks for an earlier event; None without it."""
     return timedelta(hours=settings.dedup_horizon_hours) if request.dedup else None
-
-
-def _caught_up_ms(
-    settings: Settings, request: IngestRequest, planned: PlannedBatch, run_started_ms: int
-) -> int | None:
-    """When (epoch ms) a batch's end offsets were the head of the log, if they were: the
-    state table then has read everything written before that time.
-
-    Without a rate limit Spark reads each batch to the head it sees when it plans it (an
-    available-now run: the head at its start); with ``max_offsets_per_trigger`` the batch
-    counts only when its ends reach the head Kafka reports now."""
-    if not settings.max_offsets_per_trigger:
-        return run_started_ms if request.trigger == AVAILABLE_NOW else planned.planned_at_ms
-    now_ms = int(time.time() * 1000)
-    for topic in {t for t, _ in planned.ends}:
-        _, head = topic_offsets(settings, topic)
-        if any(planned.ends.get((topic, p), 0) < end for p, end in head.items()):
-            return None
-    return now_ms
-
-
-def _kept_state(settings: Settings, request: IngestRequest, topics: list[str]) -> list[str]:
-    """Topics among ``topics`` whose state table this run keeps: all with --state, else
-    those listed in settings.state_topics."""
-    if request.state:
-        return sorted(topics)
-    return sorted(t for t in topics if t in settings.state_topics)
 
 
 def _run_bounded(
@@ -438,7 +338,7 @@ def _land_range(
     if not partitions:
         raise IngestError(f"No topic to read: {request.source_description} matches none.")
     with ledger.leases(settings.warehouse, list(partitions), job="ingest (bounded)"):
-        # The events marks are where ingest stands (see eventlake.ledger).
+        # The events marks are where ingest stands (see eventlake.ledger.marks).
         landed = landed_marks(spark, ledger, settings, list(partitions))
         starts, ends = bounded_range(
             settings,

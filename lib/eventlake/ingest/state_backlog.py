@@ -6,7 +6,7 @@ Why: a state step costs about the same whatever the batch holds (its rewrite of 
 state table's files, a Delta commit, the driver's planning): at 20,000 records/s one per
 1-second batch was most of each batch's seconds, and the events table waited for it.
 
-Why it stays exactly once: the state table's own marks (:mod:`eventlake.ledger`, job
+Why it stays exactly once: the state table's own marks (:mod:`eventlake.ledger.marks`, job
 ``state``) say what it holds, and they move only with a state step's commit. A stream
 that stops with a backlog applies it first; one that crashes leaves the marks behind the
 events marks, and its next run starts from the lower of the two
@@ -33,16 +33,13 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.binding import decode_records
+from eventlake.binding.decode import decode_records
 from eventlake.ingest.batch import BatchResult
-from eventlake.ledger import Marks, unlanded
-from eventlake.state import records_from_tables
-from eventlake.tables import (
-    EVENTS_SCHEMA,
-    REJECTS_SCHEMA,
-    rejected_by_ingest,
-    rows_added_by,
-)
+from eventlake.ledger.commits import unlanded
+from eventlake.ledger.marks import Marks
+from eventlake.state.records import records_from_tables
+from eventlake.warehouse.schemas import EVENTS_SCHEMA, REJECTS_SCHEMA
+from eventlake.warehouse.tables import rejected_by_ingest, rows_added_by
 
 
 @dataclass(frozen=True)
@@ -126,11 +123,11 @@ def read_back(
     ends: Marks,
 ) -> tuple[DataFrame, bool]:
     """The records of batches ``landed`` (in the order they landed) at or above
-    ``state_marks``, as decoded rows for :func:`eventlake.state.apply_state`, and
+    ``state_marks``, as decoded rows for :func:`eventlake.state.apply.apply_state`, and
     whether they are a plain read of table files.
 
     From the files these batches' commits added when those hold every record from the
-    marks on (:func:`eventlake.tables.rows_added_by`); else decoded again from ``batch``
+    marks on (:func:`eventlake.warehouse.tables.rows_added_by`); else decoded again from ``batch``
     (the Kafka rows of the one batch landed, a replay); else read from the events and
     rejects tables by offset range, up to ``ends``.
 
@@ -198,7 +195,7 @@ def landed_between(
 ) -> DataFrame:
     """The records of ``starts`` (inclusive; none: 0) to ``ends`` (exclusive) per
     partition, read from the events and ingest's rejects, as decoded rows for
-    :func:`eventlake.state.apply_state`.
+    :func:`eventlake.state.apply.apply_state`.
 
     Example:
         >>> landed_between(spark, e, r, {("orders", 0): 100}, {("orders", 0): 200}).count()

@@ -35,9 +35,10 @@ from typing import Any, Final
 
 import httpx
 
+from eventlake.core.errors import EventlakeError
+from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local import processes
 from eventlake.local.processes import free_port as free_port  # re-exported for the tests
-from eventlake.settings import PROJECT_ROOT, Settings
 
 DAGS_FOLDER: Final = PROJECT_ROOT / "dags"
 AIRFLOW_BIN: Final = Path(sys.executable).parent / "airflow"
@@ -73,7 +74,7 @@ def default_components(settings: Settings) -> tuple[str, ...]:
     return (*COMPONENTS, "triggerer") if event_driven(settings) else COMPONENTS
 
 
-class LocalAirflowError(RuntimeError):
+class LocalAirflowError(EventlakeError, RuntimeError):
     """A component did not start, died, or a run did not finish; the message has the log."""
 
 

@@ -27,12 +27,13 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
+from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
 from eventlake.local.processes import port_in_use
 from eventlake.local.settings import LocalSettings
 
 
-class BrokerError(RuntimeError):
+class BrokerError(EventlakeError, RuntimeError):
     """The local broker could not be started or stopped; the message says why."""
 
 

@@ -1,4 +1,4 @@
-"""Building the Spark driver's class archive (:mod:`eventlake.class_archive`): a driver
+"""Building the Spark driver's class archive (:mod:`eventlake.spark.class_archive`): a driver
 does eventlake's own work once, small, and the JVM writes the classes it loaded at exit.
 
 The work: the decoder over records of both modes and bad ones, the tables, an append,
@@ -21,15 +21,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eventlake.class_archive import DUMP_TO_ENV, FINGERPRINT_SUFFIX, fingerprint
-from eventlake.settings import Settings, load_settings
-from eventlake.spark import build_spark_session, driver_jvm_options, spark_jars
+from eventlake.core.errors import EventlakeError
+from eventlake.core.settings import Settings, load_settings
+from eventlake.spark.class_archive import DUMP_TO_ENV, FINGERPRINT_SUFFIX, fingerprint
+from eventlake.spark.conf import driver_jvm_options, spark_jars
+from eventlake.spark.session import build_spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class ClassArchiveError(RuntimeError):
+class ClassArchiveError(EventlakeError, RuntimeError):
     """The archive could not be built; the message says why."""
 
 
@@ -85,10 +87,12 @@ def exercise(settings: Settings, scratch: Path) -> None:
     ingest no sooner: 7.05-7.12 s against 7.12-7.17 s)."""
     from eventlake.ingest.batch import land_batch
     from eventlake.ingest.state_backlog import LandedBatch, read_back
-    from eventlake.ledger import Ledger
+    from eventlake.ledger.commits import Ledger
     from eventlake.local.samples import sample_records
-    from eventlake.state import StateMarks, apply_state
-    from eventlake.tables import EVENTS, KAFKA_SOURCE_SCHEMA, REJECTS, ensure_tables
+    from eventlake.state.apply import StateMarks, apply_state
+    from eventlake.warehouse.names import EVENTS, REJECTS
+    from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
+    from eventlake.warehouse.tables import ensure_tables
 
     # A local driver: the archive is of the driver's classes, wherever its tasks run.
     settings = settings.model_copy(

@@ -31,6 +31,7 @@ from typing import Final
 
 import httpx
 
+from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
 from eventlake.local.airflow import ALL_COMPONENTS, PIDS_FILE, LocalAirflow, stop_local_airflow
 from eventlake.local.broker import LocalBroker
@@ -43,7 +44,7 @@ from eventlake.local.spark_standalone import SparkStandalone, master_url
 PARTS: Final = ("broker", "postgres", "spark", "airflow")
 
 
-class ClusterError(RuntimeError):
+class ClusterError(EventlakeError, RuntimeError):
     """A part of the cluster did not start; the message says which and where its log is."""
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from eventlake.core.errors import EventlakeError
 from eventlake.local.airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
 from eventlake.local.settings import LocalSettings
 
@@ -99,7 +100,7 @@ def next_steps(url: str, *, keep_ui: bool) -> list[str]:
     return lines
 
 
-class DemoError(RuntimeError):
+class DemoError(EventlakeError, RuntimeError):
     """A step of the demo failed; the message says which and where the logs are."""
 
 

@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 from typing import Final
 
-from eventlake.files import write_atomically
+from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
 from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.settings import LocalSettings
+from eventlake.storage.files import write_atomically
 
 #: Where Debian installs each PostgreSQL version's server binaries.
 DEBIAN_BIN_GLOB: Final = "/usr/lib/postgresql/*/bin"
@@ -40,7 +41,7 @@ DATABASE: Final = "airflow"
 USER: Final = "airflow"
 
 
-class PostgresError(RuntimeError):
+class PostgresError(EventlakeError, RuntimeError):
     """PostgreSQL could not be set up, started or stopped; the message says why."""
 
 

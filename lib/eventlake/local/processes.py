@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from eventlake.files import write_atomically
+from eventlake.storage.files import write_atomically
 
 
 @dataclass(frozen=True)

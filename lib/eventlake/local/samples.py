@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from eventlake.kafka import create_topic, produce_all
-from eventlake.settings import Settings
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
 
 Header = tuple[str, bytes]
 

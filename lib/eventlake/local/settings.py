@@ -1,10 +1,10 @@
 """Settings of the local platform: the job settings plus the local broker's and Airflow's.
 
-:class:`LocalSettings` extends :class:`eventlake.settings.Settings` (the broker and the
+:class:`LocalSettings` extends :class:`eventlake.core.settings.Settings` (the broker and the
 demo also need the bootstrap servers, the warehouse, the Spark master...) with the
 fields only the local platform reads. They keep their ``EVENTLAKE_<FIELD>`` names
 (``EVENTLAKE_BROKER_PORT``, ``EVENTLAKE_AIRFLOW_PORT``, ...), so nothing changed for
-users; the jobs' :class:`~eventlake.settings.Settings` ignores them.
+users; the jobs' :class:`~eventlake.core.settings.Settings` ignores them.
 
 Example:
     >>> from eventlake.local.settings import load_local_settings
@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
-from eventlake.settings import PROJECT_ROOT, Settings, build_settings
+from eventlake.core.settings import PROJECT_ROOT, Settings, build_settings
 
 
 class LocalSettings(Settings):

@@ -16,8 +16,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local.settings import LocalSettings
-from eventlake.settings import PROJECT_ROOT, Settings
 
 #: Where the generated reference lives in the checkout.
 REFERENCE_PATH = PROJECT_ROOT / "docs" / "settings.md"
@@ -63,7 +63,7 @@ def _default(field: FieldInfo) -> str:
 
 def _kind(field: FieldInfo) -> str:
     text = str(field.annotation).replace("typing.", "").replace("pathlib.", "")
-    text = text.replace("pydantic.types.", "").replace("eventlake.settings.", "")
+    text = text.replace("pydantic.types.", "").replace("eventlake.core.settings.", "")
     return text.replace("<class '", "").replace("'>", "")
 
 

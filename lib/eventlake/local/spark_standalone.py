@@ -6,7 +6,7 @@ only (``SPARK_LOCAL_IP``, ``--host``), with their logs, work dirs and pids under
 ``<cluster_dir>/spark``. Each process has its own session, so stopping a worker's
 process group also ends the executors it launched.
 
-Their RPC is authenticated and encrypted (:mod:`eventlake.spark_auth`) unless
+Their RPC is authenticated and encrypted (:mod:`eventlake.spark.auth`) unless
 ``spark_authenticate`` is off: the daemons read the secret from their own
 ``spark-defaults.conf`` (``<cluster_dir>/spark/conf``, 0600); the secret is the settings'
 ``spark_auth_secret`` or, without one, generated at the first start into
@@ -32,11 +32,12 @@ from typing import Any, Final
 import httpx
 from pydantic import SecretStr
 
-from eventlake.files import write_atomically
+from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
 from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.settings import LocalSettings
-from eventlake.spark_auth import write_daemon_conf
+from eventlake.spark.auth import write_daemon_conf
+from eventlake.storage.files import write_atomically
 
 MASTER_CLASS: Final = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS: Final = "org.apache.spark.deploy.worker.Worker"
@@ -44,7 +45,7 @@ MASTER: Final = "spark-master"
 PIDS_FILE: Final = "pids.json"
 
 
-class SparkStandaloneError(RuntimeError):
+class SparkStandaloneError(EventlakeError, RuntimeError):
     """The master or a worker did not start; the message has its log."""
 
 

@@ -26,10 +26,10 @@ The modules, one concern each:
 Not here: the DAGs themselves (``dags/``: each its doc, id, schedule, params and task
 graph), the jobs and their command line
 (``jobs/``, :mod:`eventlake.cli`), and the settings all of this derives from
-(:mod:`eventlake.settings`). The DAG files use the names exported below.
+(:mod:`eventlake.core.settings`). The DAG files use the names exported below.
 
 Example:
-    >>> from eventlake.settings import load_settings
+    >>> from eventlake.core.settings import load_settings
     >>> params = IngestParams.from_params({"topics": ["orders"], "dry_run": False})
     >>> ingest_application_args(params)
     [['--topic', 'orders', '--starting-offsets', 'earliest', '--trigger', 'available-now']]

@@ -13,8 +13,8 @@ from typing import Final
 
 from airflow.sdk import Asset
 
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS, REJECTS, state_path
+from eventlake.core.settings import Settings
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 
 EVENTS_ASSET_NAME: Final = "eventlake.events"
 REJECTS_ASSET_NAME: Final = "eventlake.rejects"

@@ -38,6 +38,8 @@ from airflow.sdk.definitions.mappedoperator import MappedOperator
 from airflow.sdk.definitions.xcom_arg import PlainXComArg
 from airflow.sdk.log import mask_secret
 
+from eventlake.core.errors import REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE
+from eventlake.core.settings import Settings
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.kafka_connection import (
     KAFKA_CONN_ID,
@@ -46,8 +48,7 @@ from eventlake.orchestration.kafka_connection import (
     task_settings,
 )
 from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
-from eventlake.settings import Settings
-from eventlake.spark_auth import SECRET_ENV
+from eventlake.spark.auth import SECRET_ENV
 
 #: The first date every DAG is scheduled from.
 START_DATE: Final = datetime(2026, 1, 1, tzinfo=UTC)
@@ -229,8 +230,6 @@ def job_refusal(failure: Exception) -> JobRefusal | None:
         ...     "Last spark-submit output:\\nerror: Topic 'x' does not exist"))
         JobRefusal(reason="Topic 'x' does not exist", may_pass_later=False)
     """
-    from eventlake.cli.common import REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE
-
     text = str(failure)
     code = re.search(r"Error code is: (\d+)\.", text)
     if code is None or int(code.group(1)) not in (REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from eventlake.core.errors import Refused
 
-class OrchestrationError(ValueError):
+
+class OrchestrationError(Refused, ValueError):
     """A DAG param or setting cannot be turned into a job run; the message says why."""

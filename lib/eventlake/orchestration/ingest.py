@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from airflow.sdk import Param
 
-from eventlake.driver_work import DriverWork, ingest_driver_work
+from eventlake.core.driver_work import DriverWork, ingest_driver_work
+from eventlake.core.settings import Settings
+from eventlake.core.topic_names import topic_name_schema
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
@@ -28,9 +30,7 @@ from eventlake.orchestration.topics import (
     parse_offsets_json,
     topic_offsets,
 )
-from eventlake.settings import Settings
-from eventlake.status import streams_reading
-from eventlake.topic_names import topic_name_schema
+from eventlake.status.checkpoints import streams_reading
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -220,7 +220,7 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
 
 def driver_work(application_args: Sequence[str], settings: Settings) -> DriverWork:
     """What the driver of an ingest with these arguments does
-    (:func:`eventlake.spark.ingest_driver_work`), as the job will see it: ``--dedup`` is
+    (:func:`eventlake.spark.session.ingest_driver_work`), as the job will see it: ``--dedup`` is
     also on when ``settings.dedup`` is (``EVENTLAKE_DEDUP``), as in ``eventlake ingest``.
 
     Example:

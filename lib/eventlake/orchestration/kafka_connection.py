@@ -15,7 +15,7 @@ metadata DB and shown in the UI) gets everything but the password; the spark-sub
 task reads the connection when it runs and hands the password to the spark-submit
 process in its environment (``EVENTLAKE_KAFKA_PASSWORD``, see :func:`kafka_job_env`),
 never in its command line or Spark conf; the job builds the Kafka JAAS line from it in
-memory (:func:`eventlake.kafka.spark_kafka_options`).
+memory (:func:`eventlake.kafka.connector_options.spark_kafka_options`).
 
 Example:
     >>> kafka = parse_kafka_config({"bootstrap.servers": "kafka:9094", "sasl.password": "pw"})
@@ -32,8 +32,8 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
+from eventlake.core.settings import Settings, load_settings
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.settings import Settings, load_settings
 
 #: The Airflow Kafka provider's default connection, the one eventlake's DAGs read.
 KAFKA_CONN_ID: Final = "kafka_default"

@@ -13,6 +13,8 @@ from typing import Any, Final
 
 from airflow.sdk import Param
 
+from eventlake.core.settings import Settings
+from eventlake.core.topic_names import topic_name_schema
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.options import (
     cli_args,
@@ -24,8 +26,6 @@ from eventlake.orchestration.options import (
 )
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
-from eventlake.settings import Settings
-from eventlake.topic_names import topic_name_schema
 
 #: Default VACUUM retention of the maintenance DAG: Delta's safety default (7 days).
 MAINTENANCE_RETENTION_HOURS: Final = 168.0
@@ -86,8 +86,8 @@ class MaintenanceParams:
     )
 
     def __post_init__(self) -> None:
-        # Lazily: the DAG file imports this module, and eventlake.maintenance imports Spark.
-        from eventlake.maintenance import MaintenanceError, check_retention
+        # Lazily: the DAG file imports this module, and eventlake.maintenance.run imports Spark.
+        from eventlake.maintenance.request import MaintenanceError, check_retention
 
         for topic in self.topics:
             check_topic(topic)

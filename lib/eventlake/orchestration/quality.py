@@ -13,13 +13,13 @@ from typing import Any
 
 from airflow.sdk import Param
 
-from eventlake.driver_work import DriverWork
+from eventlake.core.driver_work import DriverWork
+from eventlake.core.settings import Settings
+from eventlake.core.topic_names import topic_name_schema
 from eventlake.orchestration.options import cli_args, dag_params, option, read_params, switch
 from eventlake.orchestration.submit import submit_kwargs
 from eventlake.orchestration.topics import check_topic
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS
-from eventlake.topic_names import topic_name_schema
+from eventlake.warehouse.names import EVENTS
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from typing import Any, Final
 
 from airflow.sdk import Param
 
+from eventlake.core.settings import RepublishRoute, Settings
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.options import dag_params, read_params, selection, switch
 from eventlake.orchestration.submit import submit_kwargs
-from eventlake.settings import RepublishRoute, Settings
 
 #: A route name, ``source>target``, as JSON schema.
 _ROUTE_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]+>[A-Za-z0-9._-]+$"

@@ -24,10 +24,10 @@ from typing import Final
 
 from airflow.sdk import Asset, AssetAny, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable
 
+from eventlake.core.settings import ScheduleMode, Settings
 from eventlake.orchestration.arrivals import TopicArrivalTrigger
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.kafka_connection import KAFKA_CONN_ID
-from eventlake.settings import ScheduleMode, Settings
 
 #: The prefix of a topic asset's name (``kafka.<topic>``).
 TOPIC_ASSET_PREFIX: Final = "kafka."

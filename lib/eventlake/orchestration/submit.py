@@ -1,7 +1,7 @@
 """One ``spark-submit``: the keyword arguments of SparkSubmitOperator, and its command line.
 
 Application args, Spark conf, jars and environment, all derived from
-:mod:`eventlake.settings`; the master comes from the Airflow connection
+:mod:`eventlake.core.settings`; the master comes from the Airflow connection
 ``spark_default``, never from here.
 
 Example:
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from eventlake.driver_work import DriverWork
-from eventlake.settings import Settings
-from eventlake.spark import spark_conf, spark_jars
+from eventlake.core.driver_work import DriverWork
+from eventlake.core.settings import Settings
+from eventlake.spark.conf import spark_conf, spark_jars
 
 #: Airflow connection that gives spark-submit its master (``local[*]``, ``spark://...``).
 SPARK_CONN_ID: Final = "spark_default"
@@ -27,7 +27,7 @@ SUBMIT_KEYS: Final = ("application_args", "conf", "jars", "env_vars")
 
 
 def submit_conf(settings: Settings, *, work: DriverWork = DriverWork.GENERAL) -> dict[str, str]:
-    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.spark_conf` (``work``:
+    """Spark conf for SparkSubmitOperator: :func:`eventlake.spark.conf.spark_conf` (``work``:
     what the job's driver does) without ``spark.jars`` (that goes to the operator's
     ``jars``, i.e. ``--jars``).
 
@@ -43,7 +43,7 @@ def submit_conf(settings: Settings, *, work: DriverWork = DriverWork.GENERAL) ->
 def submit_jars(settings: Settings) -> str:
     """The jars folder's jars, comma-separated, for the operator's ``jars`` argument.
 
-    Raises :class:`eventlake.spark.MissingJarsError` when the folder is incomplete.
+    Raises :class:`eventlake.spark.conf.MissingJarsError` when the folder is incomplete.
 
     Example:
         >>> Path(submit_jars(load_settings()).split(",")[0]).name
@@ -77,7 +77,7 @@ def submit_kwargs(
 ) -> dict[str, Any]:
     """Keyword arguments of one SparkSubmitOperator run: ``application_args``, ``conf``
     (:func:`submit_conf`, ``work`` passed on), ``jars`` and ``env_vars``. Raises
-    :class:`eventlake.spark.MissingJarsError` when the jars folder is incomplete.
+    :class:`eventlake.spark.conf.MissingJarsError` when the jars folder is incomplete.
 
     Example:
         >>> sorted(submit_kwargs(load_settings(), ["--topic", "a"]))

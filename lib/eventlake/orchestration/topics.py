@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from eventlake.offset_specs import offsets_json_problem
+from eventlake.core.offset_specs import offsets_json_problem
+from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
 from eventlake.orchestration.errors import OrchestrationError
-from eventlake.topic_names import InvalidTopicNameError, check_topic_name
 
 
 def check_topic(name: str) -> str:

@@ -14,9 +14,9 @@ The modules, one concern each (:mod:`eventlake.quality.run` describes a run step
 * ``deferred_imports``: modules GX imports and the checks never use, loaded at first use;
 * ``results``: results, the report, and the ``dq_results`` table (written and read back).
 
-Not here: the schema of ``dq_results`` (:mod:`eventlake.tables`, with every warehouse
+Not here: the schema of ``dq_results`` (:mod:`eventlake.warehouse.tables`, with every warehouse
 table), the ``eventlake check`` command (:mod:`eventlake.cli`), the rules' setting
-(:mod:`eventlake.settings`) and the quality DAG's params and spark-submit plan
+(:mod:`eventlake.core.settings`) and the quality DAG's params and spark-submit plan
 (:mod:`eventlake.orchestration`).
 
 Example:

@@ -25,7 +25,8 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from eventlake.settings import place, validation_problems
+from eventlake.core.errors import Refused
+from eventlake.core.settings import place, validation_problems
 
 Severity = Literal["error", "warning"]
 
@@ -69,7 +70,7 @@ DEFAULT_SEVERITY: Final[dict[CheckName, Severity]] = {
 }
 
 
-class QualityConfigError(ValueError):
+class QualityConfigError(Refused, ValueError):
     """``EVENTLAKE_QUALITY`` does not describe valid rules; the message says which field."""
 
 

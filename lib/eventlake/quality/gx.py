@@ -7,8 +7,7 @@ use deferred.
 
 Example:
     >>> validator = Validator.create(settings, run_id="3f2a", run_time=datetime.now(UTC))
-    >>> validator.build_docs()  # None until a suite ran
-"""
+    >>> validator.build_docs()  # None until a suite ran"""
 
 from __future__ import annotations
 
@@ -41,23 +40,31 @@ from great_expectations.expectations.expectation import Expectation
 from great_expectations.validator.validation_statistics import calc_validation_statistics
 from pyspark.sql import DataFrame
 
-from eventlake.quality.measure import CheckCounts
+from eventlake.core.settings import Settings
+from eventlake.quality.model import PLAN_INDEX, CheckCounts
 from eventlake.quality.request import QualityError
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS
+from eventlake.warehouse.names import EVENTS
 
 DQ_DOCS: Final = "dq_docs"
+
+
 #: GX's stores (suites, validation results) under the warehouse: Data Docs are built from them.
 GX_STORES: Final = "_dq_gx"
+
+
 DOCS_SITE: Final = "eventlake"
-#: Meta key of an expectation's position in the plan (GX reorders results).
-PLAN_INDEX: Final = "eventlake_plan_index"
+
+
 #: Counts only, which GX computes for all expectations together; listing the unexpected
 #: values costs a Spark job per expectation, and the values of a failed check are sampled
 #: by eventlake for that check alone.
 RESULT_FORMAT: Final = {"result_format": "BASIC", "partial_unexpected_count": 0}
+
+
 #: GX's metric that counts a column's nulls (a map expectation's "missing" rows).
 NULLS_METRIC: Final = "column_values.nonnull.unexpected_count"
+
+
 #: GX's metric of a column's largest value (the rejects rate's expectation).
 MAX_METRIC: Final = "column.max"
 

@@ -4,7 +4,7 @@ Great Expectations computes each suite's metrics with a Spark job per metric bun
 more for row conditions and unexpected values; a run of many topics would scan the slice
 once per topic on top. Here one ``groupBy(kafka_topic)`` aggregate counts, for every
 topic at once, its rows, the nulls of each checked column and the offending rows of each
-planned check (:attr:`eventlake.quality.plan.PlannedCheck.unexpected`, the same
+planned check (:attr:`eventlake.quality.model.PlannedCheck.unexpected`, the same
 condition a failed check's sample uses). GX then judges each expectation from these
 counts (:meth:`eventlake.quality.gx.Validator.record`), so it stays the engine of record
 for the suites, the results and Data Docs.
@@ -12,32 +12,18 @@ for the suites, the results and Data Docs.
 Example:
     >>> measured = measure_slice(frame, {"orders": plan_checks(rules, latest_time=latest)})
     >>> measured["orders"].rows, measured["orders"].unexpected[0]
-    (1000, 0)
-"""
+    (1000, 0)"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-if TYPE_CHECKING:  # gx imports this module, and plan imports gx
-    from eventlake.quality.plan import PlannedCheck
-
-
-@dataclass(frozen=True)
-class CheckCounts:
-    """What one expectation is judged on: the topic's rows, the nulls of its column (None:
-    no column), its offending rows (None: a table-level check, judged on ``rows``) and, for
-    a check of a column's largest value, that value."""
-
-    rows: int
-    nulls: int | None = None
-    unexpected: int | None = None
-    maximum: float | None = None
+from eventlake.quality.model import CheckCounts, PlannedCheck
 
 
 @dataclass(frozen=True)

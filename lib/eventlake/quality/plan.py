@@ -7,8 +7,7 @@ that break it, so a failed check's offending rows can be sampled with the same m
 Example:
     >>> rules = TopicRules(checks={CheckName.SPECVERSION, CheckName.ROW_COUNT})
     >>> [p.check.value for p in plan_checks(rules, latest_time=datetime.now(UTC))]
-    ['specversion', 'row_count']
-"""
+    ['specversion', 'row_count']"""
 
 from __future__ import annotations
 
@@ -42,17 +41,17 @@ from great_expectations.expectations.expectation import Expectation
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eventlake.binding import PARTITIONKEY, REQUIRED_ATTRIBUTES, SPEC_VERSION
-from eventlake.duplicates import EVENT_IDENTITY, identity_hash
-from eventlake.quality.config import CheckName, Severity, TopicRules
-from eventlake.quality.gx import PLAN_INDEX
+from eventlake.binding.decode import PARTITIONKEY, REQUIRED_ATTRIBUTES, SPEC_VERSION
+from eventlake.quality.config import CheckName, TopicRules
+from eventlake.quality.model import PLAN_INDEX, PlannedCheck
 from eventlake.quality.patterns import (
     ABSOLUTE_URI_PATTERN,
     MEDIA_TYPE_PATTERN,
     URI_REFERENCE_PATTERN,
 )
-from eventlake.spark import computed_once, release
-from eventlake.tables import KAFKA_COORDINATES
+from eventlake.spark.rows import computed_once, release
+from eventlake.views.duplicates import EVENT_IDENTITY, identity_hash
+from eventlake.warehouse.names import KAFKA_COORDINATES
 
 #: The events table's columns that the checks read (and the coordinates of their samples):
 #: a run reads and holds only these, never the data or the raw record.
@@ -64,33 +63,24 @@ CHECKED_COLUMNS: Final = (
     "extensions",
     *KAFKA_COORDINATES,
 )
+
+
 #: Derived columns the expectations look at besides the table's own.
 OCCURRENCES: Final = "source_id_occurrences"
+
+
 INVALID_EXTENSION_NAMES: Final = "invalid_extension_names"
+
+
 #: Suite parameter of time_not_future; its value is the check's start plus the skew.
 LATEST_TIME_PARAMETER: Final = "latest_allowed_time"
-
-
-@dataclass(frozen=True)
-class PlannedCheck:
-    """One expectation of a topic's suite and the Spark condition of its offending rows."""
-
-    check: CheckName
-    severity: Severity
-    expectation: Expectation
-    #: Rows breaking the rule (same semantics as the expectation), for the sample.
-    unexpected: Column | None
-
-    @property
-    def column(self) -> str | None:
-        """The column the expectation checks (None: a table-level check)."""
-        column = self.expectation.configuration.kwargs.get("column")
-        return None if column is None else str(column)
 
 
 #: Up to this many repeated (source, id) keys are sent to every task; above, the slice is
 #: shuffled by key to meet them.
 BROADCAST_REPEATED_MAX: Final = 1_000_000
+
+
 #: Up to this many repeated identity hashes are collected to the driver and sent back to
 #: the tasks; above, they are held on the executors.
 COLLECTED_HASHES_MAX: Final = 10_000
@@ -164,7 +154,7 @@ def with_occurrences(
     looked up (a semi join), so an incremental run scans two columns of the table. The
     repeated identities are found first (:func:`repeated_identities`, unless given; with
     :data:`NO_REPEATS` every keyed row counts once), then their keys are counted in jobs
-    of their own and held: free them with :func:`eventlake.spark.release` on the result
+    of their own and held: free them with :func:`eventlake.spark.rows.release` on the result
     when done.
 
     Example:

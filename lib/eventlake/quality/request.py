@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from eventlake.ledger import INGEST, read_marks
-from eventlake.settings import Settings
-from eventlake.tables import EVENTS, is_delta_table
+from eventlake.core.errors import Refused
+from eventlake.core.settings import Settings
+from eventlake.ledger.marks import INGEST, read_marks
+from eventlake.warehouse.names import EVENTS, is_delta_table
 
 CHECKABLE_TABLES: Final = (EVENTS,)
 
 
-class QualityError(RuntimeError):
+class QualityError(Refused, RuntimeError):
     """A check run cannot start; the message says what to change."""
 
 

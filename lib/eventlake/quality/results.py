@@ -1,7 +1,7 @@
 """A check run's results, its report, and their table ``dq_results``.
 
 One row per expectation and topic is appended to ``<warehouse>/dq_results`` (schema in
-:mod:`eventlake.tables`) at the end of a run (:func:`write_results`), with the versions
+:mod:`eventlake.warehouse.tables`) at the end of a run (:func:`write_results`), with the versions
 it checked; the next incremental run reads them back (:func:`last_checked_versions`) and
 starts after them.
 
@@ -16,11 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from eventlake.core.settings import Settings
+from eventlake.core.text_table import text_table
 from eventlake.quality.config import CheckName, Severity
 from eventlake.quality.request import CheckRequest
-from eventlake.settings import Settings
-from eventlake.tables import DQ_RESULTS, DQ_RESULTS_SCHEMA, append_rows, delta_rs_table
-from eventlake.text_table import text_table
+from eventlake.warehouse.delta_log import delta_rs_table
+from eventlake.warehouse.names import DQ_RESULTS
+from eventlake.warehouse.schemas import DQ_RESULTS_SCHEMA
+from eventlake.warehouse.tables import append_rows
 
 #: Where an offending record is in Kafka: (topic, partition, offset).
 Coordinate = tuple[str, int, int]

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.lineage import Assertion, job_run, table_dataset
+from eventlake.core.settings import Settings
 from eventlake.quality.config import (
     CheckName,
     QualityConfig,
@@ -50,10 +50,10 @@ from eventlake.quality.config import (
 )
 from eventlake.quality.gx import Validator
 from eventlake.quality.measure import TopicMeasures, measure_slice, no_rows
+from eventlake.quality.model import PlannedCheck
 from eventlake.quality.plan import (
     CHECKED_COLUMNS,
     NO_REPEATS,
-    PlannedCheck,
     plan_checks,
     repeated_identities,
     with_occurrences,
@@ -63,16 +63,12 @@ from eventlake.quality.request import CheckRequest, QualityError, require_checka
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
 from eventlake.quality.slices import read_slice, table_as_of
 from eventlake.quality.validation import check_rejects_rates, check_topic
-from eventlake.settings import Settings
-from eventlake.spark import local_rows, release
-from eventlake.stop_signals import StopSignals, cancel_spark_jobs
-from eventlake.tables import (
-    DQ_RESULTS,
-    REJECTS,
-    REJECTS_SCHEMA,
-    is_delta_table,
-    rejected_by_ingest,
-)
+from eventlake.runs.lineage import Assertion, job_run, table_dataset
+from eventlake.runs.stop_signals import StopSignals, cancel_spark_jobs
+from eventlake.spark.rows import local_rows, release
+from eventlake.warehouse.names import DQ_RESULTS, REJECTS, is_delta_table
+from eventlake.warehouse.schemas import REJECTS_SCHEMA
+from eventlake.warehouse.tables import rejected_by_ingest
 
 
 def _topic_counts(frame: DataFrame) -> dict[str, int]:
@@ -88,7 +84,7 @@ def run_checks(
     config: QualityConfig | None = None,
 ) -> CheckReport:
     """Check the new slice (or the whole table) of the events table; see the module doc.
-    With its OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`).
+    With its OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`).
 
     ``config`` defaults to ``settings.quality``. Topics checked: those in the slice (events
     or rejects) plus the configured ones (their row-count bounds catch a topic that went

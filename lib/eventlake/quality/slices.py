@@ -16,17 +16,12 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.ledger import landed_version
+from eventlake.ledger.marks import landed_version
 from eventlake.quality.request import QualityError
-from eventlake.spark import local_rows
-from eventlake.tables import (
-    commit_actions,
-    data_file,
-    delta_rs_table,
-    is_delta_table,
-    rows_as_of,
-    table_schema,
-)
+from eventlake.spark.rows import local_rows
+from eventlake.warehouse.delta_log import commit_actions, data_file, delta_rs_table
+from eventlake.warehouse.names import is_delta_table
+from eventlake.warehouse.tables import rows_as_of, table_schema
 
 
 @dataclass(frozen=True)
@@ -86,7 +81,7 @@ def new_data_files(commits: Iterable[Sequence[Mapping[str, Any]]]) -> list[str]:
 
 def table_as_of(spark: SparkSession, table: Path, version: int) -> DataFrame:
     """The whole Delta table at ``table`` as of ``version``: its data files read as
-    Parquet when they hold its rows (:func:`eventlake.tables.rows_as_of`: no Spark jobs
+    Parquet when they hold its rows (:func:`eventlake.warehouse.tables.rows_as_of`: no Spark jobs
     for Delta's state; the schema from the log, with delta-rs), else through Delta.
 
     Example:

@@ -24,17 +24,17 @@ from pyspark.sql import functions as F
 
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.gx import (
-    PLAN_INDEX,
     Validator,
     exception_message,
     expectation_label,
     results_by_plan_index,
 )
-from eventlake.quality.measure import CheckCounts, TopicMeasures
+from eventlake.quality.measure import TopicMeasures
+from eventlake.quality.model import PLAN_INDEX, CheckCounts
 from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks
 from eventlake.quality.request import QualityError
 from eventlake.quality.results import CheckResult, Coordinate, clip
-from eventlake.tables import EVENTS, KAFKA_COORDINATES
+from eventlake.warehouse.names import EVENTS, KAFKA_COORDINATES
 
 SAMPLE_SIZE: Final = 10
 

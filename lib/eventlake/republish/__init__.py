@@ -10,16 +10,16 @@ What lives here, one concern a module:
 * :mod:`~eventlake.republish.plan`: what happens to each record (its new key, value and
   headers from the encoder, the reasons not to republish), and :func:`trail_entries` to
   read a trail back;
-* :mod:`~eventlake.republish.encode`: the Python wrapper of the JVM encoder, the binding
+* :mod:`~eventlake.binding.encode`: the Python wrapper of the JVM encoder, the binding
   in the sender's direction: the exact conversion between content modes, the Key
   Mapper's key, the header transforms and the routing trail;
 * :mod:`~eventlake.republish.run`: :func:`run_republish` (target topic, rejects table,
   streaming and bounded runs) and its :class:`RepublishSummary`.
 
 What does not: the binding's rules (the JVM decoder in ``lib/jvm`` and
-:mod:`eventlake.binding`), the warehouse tables (:mod:`eventlake.tables`), the
-micro-batch runner shared with ingest (:mod:`eventlake.streaming`) and the counts both
-jobs' runs keep (:mod:`eventlake.run_summary`).
+:mod:`eventlake.binding.decode`), the warehouse tables (:mod:`eventlake.warehouse.tables`), the
+micro-batch runner shared with ingest (:mod:`eventlake.runs.streaming`) and the counts both
+jobs' runs keep (:mod:`eventlake.runs.summary`).
 
 Example:
     >>> from eventlake.republish import RepublishRequest, run_republish

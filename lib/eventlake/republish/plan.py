@@ -1,5 +1,5 @@
 """What happens to each source record: :func:`plan_republish` gives every decoded record
-its new key, value and headers (one call of the JVM encoder, :mod:`eventlake.republish.encode`)
+its new key, value and headers (one call of the JVM encoder, :mod:`eventlake.binding.encode`)
 or the reason it is not republished (Spark expressions); :func:`planned_records` and
 :func:`planned_rejects` split the plan.
 
@@ -38,7 +38,7 @@ from typing import Final, cast
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from eventlake.binding import (
+from eventlake.binding.decode import (
     CONTENT_MODE_BINARY,
     CONTENT_MODE_STRUCTURED,
     DETAIL_MAX_CHARS,
@@ -46,8 +46,7 @@ from eventlake.binding import (
     decode_records,
     to_rejects,
 )
-from eventlake.observed import observe_reasons
-from eventlake.republish.encode import (
+from eventlake.binding.encode import (
     ENCODED_HEADERS,
     ENCODED_VALUE,
     KEEP_MODE,
@@ -56,6 +55,7 @@ from eventlake.republish.encode import (
     TargetMode,
     encode_as,
 )
+from eventlake.binding.reason_counts import observe_reasons
 from eventlake.republish.request import DEFAULT_TRAIL_HEADER, RepublishRequest
 
 #: Spark schema of one routing-trail entry (the header value is this as JSON).

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from eventlake.binding import (
+from eventlake.binding.decode import (
     ATTRIBUTE_NAME_PATTERN,
     CE_PREFIX,
     CONTENT_MODE_BINARY,
@@ -28,10 +28,11 @@ from eventlake.binding import (
     DATA_MEMBERS,
     PARTITIONKEY,
 )
-from eventlake.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
-from eventlake.offset_specs import run_offsets_problem
-from eventlake.streaming import AVAILABLE_NOW, trigger_problem
-from eventlake.topic_names import InvalidTopicNameError, check_topic_name
+from eventlake.core.errors import Refused
+from eventlake.core.offset_specs import run_offsets_problem
+from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
+from eventlake.ledger.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
+from eventlake.runs.triggers import AVAILABLE_NOW, trigger_problem
 
 KEEP: Final = "keep"
 ATTRIBUTE_PREFIX: Final = "attribute:"
@@ -41,7 +42,7 @@ CLEANUP_POLICIES: Final = ("compact", "delete", "compact,delete")
 DEFAULT_TRAIL_HEADER: Final = "eventlake-trail"
 
 
-class RepublishError(ValueError):
+class RepublishError(Refused, ValueError):
     """A republish run cannot start as asked; the message says what to change."""
 
 

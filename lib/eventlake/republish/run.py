@@ -14,7 +14,7 @@ makes events unique; a reader of the target drops such repeats: eventlake's inge
 the target does with ``--dedup`` (duplicate_event rejects), and ``events_unique`` keeps
 one per (source, id) without it. State tables keep the last record per key, which a
 repeat does not change. What republish
-has sent to a target is in the ledger (:mod:`eventlake.ledger`, job
+has sent to a target is in the ledger (:mod:`eventlake.ledger.marks`, job
 ``republish:<target>``, kept in the rejects table with the batch's rejects): every run
 (stream, bounded, a new checkpoint) sends only records above those marks, and rejects
 land exactly once. Per-entity order is kept where the source has one: records of one
@@ -38,21 +38,15 @@ from typing import ClassVar
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 
-from eventlake.kafka import (
-    check_connection,
-    connection_lost_error,
-    create_topic,
-    kafka_source_options,
-    make_admin,
-    partition_counts,
-    require_topics,
-    write_to_kafka,
-)
-from eventlake.ledger import Ledger, LedgerMovedError, Marks, only_missing
-from eventlake.lineage import job_run, kafka_dataset, table_dataset
-from eventlake.observed import reason_counts, rejects_lost
-from eventlake.offset_log import planned_batch
-from eventlake.ranges import (
+from eventlake.binding.reason_counts import reason_counts, rejects_lost
+from eventlake.core.settings import Settings
+from eventlake.kafka.clients import make_admin
+from eventlake.kafka.connection import check_connection, connection_lost_error
+from eventlake.kafka.connector_options import kafka_source_options
+from eventlake.kafka.topics import create_topic, partition_counts, require_topics
+from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing
+from eventlake.ledger.marks import Marks
+from eventlake.ledger.offset_ranges import (
     bounded_range,
     nothing_to_read,
     read_range,
@@ -66,22 +60,23 @@ from eventlake.republish.plan import (
     planned_rejects,
 )
 from eventlake.republish.request import RepublishError, RepublishRequest
-from eventlake.run_summary import RunSummary
-from eventlake.settings import Settings
-from eventlake.stop_signals import StopSignals, run_bounded
-from eventlake.streaming import (
-    AVAILABLE_NOW,
-    ClaimedCheckpoint,
-    checkpoint_folder,
-    claimed_checkpoint,
-)
-from eventlake.tables import REJECTS, REJECTS_SCHEMA, ensure_table, retry_conflicts
+from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.runs.offset_log import planned_batch
+from eventlake.runs.stop_signals import StopSignals, run_bounded
+from eventlake.runs.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
+from eventlake.runs.summary import RunSummary
+from eventlake.runs.triggers import AVAILABLE_NOW
+from eventlake.spark.kafka import write_to_kafka
+from eventlake.warehouse.conflicts import retry_conflicts
+from eventlake.warehouse.names import REJECTS
+from eventlake.warehouse.schemas import REJECTS_SCHEMA
+from eventlake.warehouse.tables import ensure_table
 
 
 @dataclass
 class RepublishSummary(RunSummary):
     """Counts of one run, printed as one line at the end (the shared counts:
-    :class:`eventlake.run_summary.RunSummary`)."""
+    :class:`eventlake.runs.summary.RunSummary`)."""
 
     accepted_label: ClassVar[str] = "republished"
     rejected_label: ClassVar[str] = "rejected"
@@ -157,7 +152,7 @@ def run_republish(
     spark: SparkSession, settings: Settings, request: RepublishRequest
 ) -> RepublishSummary:
     """Run one republish (streaming, or bounded batch with ending offsets) and count it,
-    with its OpenLineage run events when lineage is configured (:mod:`eventlake.lineage`).
+    with its OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`).
 
     Example:
         >>> run_republish(spark, settings, RepublishRequest(source="a", target="b")).line()

@@ -32,7 +32,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * #EVENT_FIELDS}; extra fields are ignored), {@code value} and {@code headers} the record
  * as read; {@code mode} ({@code binary}, {@code structured} or {@code keep}), {@code
  * key_attribute} (null: no Key Mapper) and {@code hop} (JSON text of a {@link
- * KafkaEncoder.Hop}: header transforms and routing trail; null: none) are constants. With
+ * Hop}: header transforms and routing trail; null: none) are constants. With
  * a trail, the event struct also carries the record's place ({@link #PLACE_FIELDS}). The
  * result is a struct of the record to write: {@code value}, {@code headers} and {@code
  * key} (the Key Mapper's key, null when the event lacks the attribute). Every rule lives
@@ -103,7 +103,7 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   private final Expression headers;
   private final String mode;
   private final String keyAttribute;
-  private final KafkaEncoder.Hop hop;
+  private final Hop hop;
 
   /** The session's time zone: the trail writes its timestamps there, as to_json would. */
   private final String zone;
@@ -116,7 +116,7 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   private transient java.time.ZoneId zoneId;
 
   public CloudEventsToKafka(Expression event, Expression value, Expression headers, String mode,
-      String keyAttribute, KafkaEncoder.Hop hop, String zone) {
+      String keyAttribute, Hop hop, String zone) {
     this.event = event;
     this.value = value;
     this.headers = headers;

@@ -91,7 +91,7 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
     String hop = arguments.size() == 6 ? constantText(arguments.apply(5), "hop") : null;
     return new CloudEventsToKafka(
         arguments.apply(0), arguments.apply(1), arguments.apply(2), mode, keyAttribute,
-        hop == null ? KafkaEncoder.Hop.NONE : KafkaEncoder.Hop.fromJson(hop),
+        hop == null ? Hop.NONE : Hop.fromJson(hop),
         org.apache.spark.sql.internal.SQLConf.get().sessionLocalTimeZone());
   }
 

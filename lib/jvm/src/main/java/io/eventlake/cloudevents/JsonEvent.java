@@ -139,7 +139,7 @@ final class JsonEvent {
     while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
       String name = parser.currentName();
       JsonToken valueToken = parser.nextToken();
-      if (!name.equals(KafkaBinding.DATA_BASE64) && !KafkaBinding.isAttributeName(name)) {
+      if (!name.equals(KafkaBinding.DATA_BASE64) && !EventChecks.isAttributeName(name)) {
         badNames.add(name);
       }
       if (name.equals(KafkaBinding.DATA)) {

@@ -1,0 +1,13 @@
+"""The bottom layer: what every other package shares, with no pyspark, no JVM and no
+Kafka client.
+
+* ``settings``: the one settings object (``EVENTLAKE_*`` environment overrides);
+* ``errors``: :class:`~eventlake.core.errors.EventlakeError` and its two kinds,
+  ``Refused`` (exit 2) and ``TryAgainLater`` (exit 75);
+* ``topic_names``, ``offset_specs``: Kafka's topic-name rule and the offset forms the
+  jobs take, checked once for the CLI and the DAGs;
+* ``driver_work``: what a job's driver does, which sizes its JVM;
+* ``text_table``: aligned text output.
+
+Not here: anything that opens a file, a connection or a Spark session.
+"""

@@ -1,0 +1,201 @@
+"""Streaming checkpoints that know what they belong to.
+
+Spark's Kafka source happily reuses a checkpoint for another topic set, and a Delta
+sink cannot tell a new query from an old one. eventlake writes an identity file next
+to Spark's checkpoint data: the source (topics or pattern), the target tables and a
+unique id (``app_id``). What has landed is not here but in the tables' ledger
+(:mod:`eventlake.ledger.marks`). A checkpoint whose identity does
+not match the run is refused.
+
+A streaming run also holds the checkpoint while it runs (:func:`hold_checkpoint`): a
+second run on the same checkpoint is refused and told which process holds it.
+
+Example:
+    >>> with hold_checkpoint(path, job="ingest"):
+    ...     identity = claim_checkpoint(path, source="topics:orders", targets=["/wh/events"])
+    >>> identity.app_id
+    'eventlake-3f0c...'
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from eventlake.core.errors import Refused, TryAgainLater
+from eventlake.storage.files import write_atomically
+
+IDENTITY_FILE = "eventlake-identity.json"
+#: What a checkpoint name may hold: one folder name, no path (as a Kafka topic name).
+_CHECKPOINT_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+#: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
+LOCK_SUFFIX = ".lock"
+
+
+class InvalidCheckpointNameError(Refused, ValueError):
+    """A checkpoint name that is not one folder name under the warehouse's checkpoints."""
+
+
+def check_checkpoint_name(name: str) -> str:
+    """``name`` when it is a checkpoint name (letters, digits, ``.``, ``_``, ``-``; not
+    ``.`` or ``..``), else :class:`InvalidCheckpointNameError` saying why: a name with a
+    path would put the checkpoint outside the warehouse.
+
+    Example:
+        >>> check_checkpoint_name("../x")
+        Traceback (most recent call last):
+        InvalidCheckpointNameError: Checkpoint name '../x' ...
+    """
+    if not _CHECKPOINT_NAME.fullmatch(name) or name in {".", ".."}:
+        raise InvalidCheckpointNameError(
+            f"Checkpoint name {name!r} is not a folder name: use letters, digits, '.', '_' "
+            "and '-' (at most 255), not '.' or '..'; checkpoints live under "
+            "<warehouse>/_checkpoints."
+        )
+    return name
+
+
+class CheckpointBusyError(TryAgainLater, RuntimeError):
+    """Another process runs a stream on this checkpoint; the message names it."""
+
+
+class CheckpointMismatchError(Refused, RuntimeError):
+    """A checkpoint belongs to another source or other tables."""
+
+
+@dataclass(frozen=True)
+class CheckpointIdentity:
+    """What a checkpoint was created for, and its unique id."""
+
+    source: str
+    targets: tuple[str, ...]
+    app_id: str
+
+
+def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> CheckpointIdentity:
+    """Return the checkpoint's identity, creating it on first use; refuse a mismatch."""
+    identity_file = path / IDENTITY_FILE
+    if identity_file.exists():
+        stored = json.loads(identity_file.read_text())
+        identity = CheckpointIdentity(
+            source=stored["source"], targets=tuple(stored["targets"]), app_id=stored["app_id"]
+        )
+        if identity.source != source or list(identity.targets) != targets:
+            raise CheckpointMismatchError(
+                f"Checkpoint {path} belongs to source {identity.source!r} writing to "
+                f"{list(identity.targets)}, not to source {source!r} writing to {targets}. "
+                "Reusing it would skip or mix data. Use another --checkpoint-name, or delete "
+                "the checkpoint folder if you really mean to start over."
+            )
+        return identity
+    if path.exists() and any(path.iterdir()):
+        raise CheckpointMismatchError(
+            f"Checkpoint {path} holds data but no {IDENTITY_FILE}: it was not made by "
+            "eventlake for this run. Use another --checkpoint-name."
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    identity = CheckpointIdentity(
+        source=source, targets=tuple(targets), app_id=f"eventlake-{uuid.uuid4()}"
+    )
+    payload = asdict(identity)
+    payload["targets"] = list(identity.targets)
+    # Whole or not at all: a half-written identity would refuse every later run.
+    write_atomically(identity_file, json.dumps(payload, indent=2) + "\n")
+    return identity
+
+
+def holder_record(job: str, **extra: object) -> dict[str, object]:
+    """What a lock file says of its holder: pid, host, job, since, command, and ``extra``.
+
+    Example:
+        >>> holder_record("ingest", trigger="available-now")["job"]
+        'ingest'
+    """
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "job": job,
+        **extra,
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv)[:500],
+    }
+
+
+def lock_path(checkpoint: Path) -> Path:
+    """The lock file of a checkpoint folder."""
+    return checkpoint.with_name(checkpoint.name + LOCK_SUFFIX)
+
+
+def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
+    """Who holds the checkpoint now (pid, host, job, since), or None when nobody does.
+
+    Example:
+        >>> checkpoint_holder(settings.checkpoints / "ingest-topics_orders")
+        {'pid': 4242, 'host': 'etl-1', 'job': 'ingest', 'since': '2026-11-24T05:00:00+00:00'}
+    """
+    path = lock_path(checkpoint)
+    if not path.exists():
+        return None
+    with path.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = handle.read()
+            return json.loads(text) if text.strip() else {"pid": "unknown"}
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
+@contextmanager
+def hold_checkpoint(checkpoint: Path, *, job: str, trigger: str | None = None) -> Iterator[None]:
+    """Hold the checkpoint for this process while the block runs; refuse when another
+    process holds it. The operating system drops the lock when its holder dies, so a
+    killed stream leaves nothing to clean up. The holder's job, trigger, pid, host and
+    start time are written into the lock file for ``eventlake status`` and the DAGs.
+
+    Example:
+        >>> with hold_checkpoint(settings.checkpoints / "ingest-topics_orders", job="ingest"):
+        ...     run_stream(...)
+    """
+    path = lock_path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            text = handle.read()
+            holder = json.loads(text) if text.strip() else {}
+            raise CheckpointBusyError(
+                f"Checkpoint {checkpoint} is held by {holder.get('job', 'a stream')} "
+                f"(pid {holder.get('pid', 'unknown')} on {holder.get('host', 'unknown')}, "
+                f"since {holder.get('since', 'unknown')}). One checkpoint takes one stream: "
+                "stop that process first (SIGTERM stops it gracefully), or use another "
+                "--checkpoint-name."
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        holder = holder_record(job, trigger=trigger)
+        handle.write(json.dumps(holder) + "\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: Spark's own checkpoint data, inside eventlake's checkpoint folder (beside its identity).
+SPARK_FOLDER: Final = "spark"

@@ -1,0 +1,77 @@
+"""What Spark planned for a micro-batch: the Kafka offsets it reads up to, and when.
+
+Spark writes each batch's end offsets to ``<checkpoint>/offsets/<batch id>`` before the
+batch runs (its write-ahead log), in a format of its own: a version line, the batch's
+metadata (``batchTimestampMs``) as JSON, then one JSON line per source. eventlake's
+streams have one source, Kafka: ``{"topic": {"partition": offset}}``. The ledger
+records these end offsets as the batch's marks. This module is the one reader of that
+format, and refuses a version it was not checked with.
+
+Example:
+    >>> planned_batch(checkpoint / "spark", 7)
+    PlannedBatch(ends={('orders', 0): 1300}, planned_at_ms=1764050000000)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from eventlake.core.errors import EventlakeError
+from eventlake.ledger.marks import Marks
+
+#: Versions of Spark's offset log this reader was checked with (Spark 4.1).
+CHECKED_OFFSET_LOG_VERSIONS: Final = frozenset({"v1"})
+
+
+class OffsetLogError(EventlakeError, RuntimeError):
+    """Spark's offset log is not in a format this reader knows."""
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """A micro-batch's end offset per (topic, partition) and when Spark planned it."""
+
+    ends: Marks
+    planned_at_ms: int
+
+
+def planned_batch(spark_folder: Path, batch_id: int) -> PlannedBatch:
+    """The end offsets and planning time of batch ``batch_id`` of the stream whose Spark
+    checkpoint is ``spark_folder``.
+
+    Example:
+        >>> planned_batch(Path("/wh/_checkpoints/ingest-topics_orders/spark"), 0).ends
+        {('orders', 0): 1200, ('orders', 1): 1187}
+    """
+    path = spark_folder / "offsets" / str(batch_id)
+    lines = path.read_text().splitlines()
+    if not lines or lines[0] not in CHECKED_OFFSET_LOG_VERSIONS:
+        raise OffsetLogError(
+            f"{path}: Spark's offset log version {lines[0] if lines else '(empty)'!r} is not "
+            f"one eventlake reads ({sorted(CHECKED_OFFSET_LOG_VERSIONS)}); check "
+            "eventlake.runs.offset_log against this Spark version."
+        )
+    metadata = json.loads(lines[1]) if len(lines) > 1 else {}
+    source = lines[2] if len(lines) > 2 else "-"
+    offsets = json.loads(source) if source.startswith("{") else {}
+    ends = {
+        (topic, int(partition)): int(offset)
+        for topic, partitions in offsets.items()
+        for partition, offset in partitions.items()
+    }
+    return PlannedBatch(ends, int(metadata.get("batchTimestampMs", 0)))
+
+
+def last_committed_batch(spark_folder: Path) -> int | None:
+    """The id of the stream's last batch Spark marked as done (None: none yet).
+
+    Example:
+        >>> last_committed_batch(Path("/wh/_checkpoints/ingest-topics_orders/spark"))
+        6
+    """
+    commits = spark_folder / "commits"
+    ids = [int(p.name) for p in commits.glob("*") if p.name.isdigit()] if commits.is_dir() else []
+    return max(ids, default=None)

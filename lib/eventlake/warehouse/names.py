@@ -1,0 +1,123 @@
+"""The warehouse's tables by name: ``events``, ``rejects``, ``dq_results``, one
+``state/<topic>`` per compacted topic, where each lives, and which exist. No pyspark:
+the DAG files, ``eventlake status`` and the Airflow status page import these.
+
+Example:
+    >>> state_path(load_settings(warehouse=Path("/wh")), "demo.orders")
+    PosixPath('/wh/state/demo.orders')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+from eventlake.core.settings import Settings
+from eventlake.core.topic_names import check_topic_name
+
+#: A file of a Delta log that makes a version: a commit or a checkpoint (its parts).
+_LOG_VERSION_FILE: Final = re.compile(r"\d{20}\.(json|checkpoint\b.*\.(parquet|json))$")
+
+
+EVENTS = "events"
+
+
+REJECTS = "rejects"
+
+
+#: Results of the data-quality checks (written by eventlake.quality.results).
+DQ_RESULTS = "dq_results"
+
+
+#: Folder of the state tables under the warehouse: ``state/<topic>``.
+STATE_FOLDER: Final = "state"
+
+
+#: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
+INGEST_JOB: Final = "ingest"
+
+
+#: Where a record was in Kafka: the key of every row of events and rejects (with
+#: ``rejected_by`` for rejects, which two jobs may write for one record).
+KAFKA_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
+
+
+def state_path(settings: Settings, topic: str) -> Path:
+    """``<warehouse>/state/<topic>``, the state table of a compacted topic.
+
+    Example:
+        >>> state_path(settings, "customers")
+        PosixPath('/data/warehouse/state/customers')
+    """
+    return settings.warehouse / STATE_FOLDER / check_topic_name(topic)
+
+
+def is_delta_table(path: Path) -> bool:
+    """Whether ``path`` holds a Delta table: a log with at least one commit (a cheap file
+    check, no Spark job). A log folder with none is a table another process is creating
+    (its first commit is being written): readers and maintenance treat it as not there
+    yet, where Delta would call it "not a Delta table".
+
+    Example:
+        >>> is_delta_table(settings.table_path(EVENTS))
+        True
+    """
+    log = path / "_delta_log"
+    if not log.is_dir():
+        return False
+    # Stops at the first commit or checkpoint file: a stream's log holds many.
+    with os.scandir(log) as entries:
+        return any(_LOG_VERSION_FILE.match(entry.name) for entry in entries)
+
+
+def delta_path_sql(path: str | Path) -> str:
+    """A Delta table's path as a SQL table name, ``delta.`<path>```, with backticks in
+    the path doubled: the one way paths go into SQL text.
+
+    Example:
+        >>> delta_path_sql("/wh/state/a`b")
+        'delta.`/wh/state/a``b`'
+    """
+    return "delta.`" + str(path).replace("`", "``") + "`"
+
+
+def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
+    """Every Delta table under the warehouse, as (name, path): the top-level tables
+    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
+    Folders starting with ``_`` (checkpoints, Spark's own) are not tables, nor is one
+    whose first commit is still being written (:func:`is_delta_table`).
+
+    Example:
+        >>> [name for name, _ in warehouse_tables(settings)]
+        ['events', 'rejects', 'state/customers']
+    """
+    root = settings.warehouse
+    found: list[tuple[str, Path]] = []
+    for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith("_") or not is_delta_table(path):
+                continue
+            found.append((prefix + path.name, path))
+    return found
+
+
+def state_table_topics(settings: Settings) -> list[str]:
+    """The topics that have a state table in the warehouse, sorted.
+
+    Example:
+        >>> state_table_topics(settings)
+        ['customers']
+    """
+    prefix = f"{STATE_FOLDER}/"
+    return [
+        name[len(prefix) :] for name, _ in warehouse_tables(settings) if name.startswith(prefix)
+    ]
+
+
+#: Table property of a state table that may have missed tombstones (JSON: when it was
+#: found and the offsets), set by the compaction check and removed by reconcile only.
+COMPACTION_RISK_PROPERTY = "eventlake.compactionRisk"

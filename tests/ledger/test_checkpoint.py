@@ -1,0 +1,89 @@
+"""eventlake.ledger.checkpoint: one stream per checkpoint, held by a live process only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eventlake.ledger.checkpoint import CheckpointBusyError, checkpoint_holder, hold_checkpoint
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from eventlake.ledger.checkpoint import hold_checkpoint
+    with hold_checkpoint(Path(sys.argv[1]), job="ingest"):
+        print("holding", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def _holder(checkpoint: Path) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(checkpoint)], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "holding"
+    return process
+
+
+def test_a_checkpoint_held_by_another_process_is_refused_naming_it(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ingest-topics_orders"
+    process = _holder(checkpoint)
+    try:
+        busy = pytest.raises(CheckpointBusyError, match=rf"ingest \(pid {process.pid} on ")
+        with busy, hold_checkpoint(checkpoint, job="ingest"):
+            pass
+        holder = checkpoint_holder(checkpoint)
+        assert holder is not None and holder["pid"] == process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ingest-topics_orders"
+    process = _holder(checkpoint)
+    process.kill()
+    process.wait()
+
+    assert checkpoint_holder(checkpoint) is None
+    with hold_checkpoint(checkpoint, job="republish"):
+        holder = checkpoint_holder(checkpoint)
+        assert holder is not None and (holder["pid"], holder["job"]) == (os.getpid(), "republish")
+
+
+@pytest.mark.parametrize("name", ["../x", "/tmp/x", "a/b", "..", ".", "", "x" * 256])
+def test_a_checkpoint_name_that_is_not_a_folder_name_is_refused(name: str) -> None:
+    from eventlake.ingest import IngestError, IngestRequest
+
+    with pytest.raises(IngestError, match="--checkpoint-name: Checkpoint name"):
+        IngestRequest(topics=("t",), checkpoint_name=name)
+
+
+def test_a_republish_checkpoint_name_with_a_path_is_refused() -> None:
+    from eventlake.republish import RepublishError, RepublishRequest
+
+    with pytest.raises(RepublishError, match="--checkpoint-name"):
+        RepublishRequest(source="a", target="b", checkpoint_name="../outside")
+
+
+def test_a_crash_while_claiming_leaves_no_half_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventlake.ledger.checkpoint import IDENTITY_FILE, claim_checkpoint
+
+    def crash(*_: object) -> None:
+        raise OSError("killed mid-write")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError, match="killed mid-write"):
+        claim_checkpoint(tmp_path / "c", source="topics:a", targets=["/wh/events"])
+
+    assert not (tmp_path / "c" / IDENTITY_FILE).exists()
