@@ -53,7 +53,7 @@ VALUE_BYTES: Final = 2_048
 PARTITIONS: Final = 2
 RESULT_SIZE_CONF: Final = "spark.driver.maxResultSize"
 MAX_RESULT_SIZE: Final = "1m"
-#: ingest prints one such line per micro-batch (eventlake.ingest._run_streaming).
+#: ingest prints one such line per micro-batch (eventlake.ingest.run._run_streaming).
 BATCH_LINE: Final = re.compile(r"^ingest: batch (\d+) done, (\d+) records$")
 
 

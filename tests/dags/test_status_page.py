@@ -1,4 +1,5 @@
-"""eventlake.orchestration.status_page: the page is rendered from the JSON of `eventlake status --json`
+"""eventlake.orchestration.status_page: the page is rendered from the JSON of `eventlake status
+--json`
 (no broker, no Spark: a hand-made report), and the app lets no one in without Airflow's
 sign-in."""
 

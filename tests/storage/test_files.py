@@ -1,4 +1,5 @@
-"""eventlake.storage.files: written whole or not at all, with the final permissions from the start."""
+"""eventlake.storage.files: written whole or not at all, with the final permissions from the
+start."""
 
 from __future__ import annotations
 

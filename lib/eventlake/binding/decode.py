@@ -101,7 +101,8 @@ class RejectReason(StrEnum):
     CONFLICTING_DATACONTENTTYPE = "conflicting_datacontenttype"
 
 
-#: The events and rejects tables' columns, in order (the schemas: :mod:`eventlake.warehouse.tables`).
+#: The events and rejects tables' columns, in order (the schemas:
+#: :mod:`eventlake.warehouse.schemas`).
 EVENT_COLUMNS: Final = tuple(EVENTS_SCHEMA.fieldNames())
 REJECT_COLUMNS: Final = tuple(REJECTS_SCHEMA.fieldNames())
 
@@ -167,7 +168,8 @@ def decode_records(
     ``reject_detail``. Split it
     with :func:`to_events` and :func:`to_rejects`. With ``observation``, the first
     action over the result also counts its rows per reason
-    (:func:`eventlake.binding.reason_counts.reason_counts` with :class:`RejectReason`) and the events
+    (:func:`eventlake.binding.reason_counts.reason_counts` with :class:`RejectReason`) and the
+    events
     whose JSON data did not parse (:func:`eventlake.binding.reason_counts.flag_counts` with
     :data:`DATA_JSON_INVALID`). ``barrier=False`` (without ``observation``) leaves out
     the node that keeps filters above the decoder: only for a caller that puts an

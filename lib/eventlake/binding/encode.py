@@ -123,7 +123,7 @@ class Hop:
         return self == Hop()
 
     def to_json(self) -> str:
-        """The hop as the JVM encoder takes it (``KafkaEncoder.Hop.fromJson``).
+        """The hop as the JVM encoder takes it (``Hop.fromJson``, lib/jvm).
 
         Example:
             >>> Hop(drop_headers=("debug",)).to_json()[:30]

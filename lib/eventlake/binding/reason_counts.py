@@ -90,7 +90,7 @@ def flag_counts(observation: Observation, flags: Iterable[str]) -> dict[str, int
 def optimizer_barrier(frame: DataFrame) -> DataFrame:
     """``frame`` unchanged, behind a node that Spark pushes no filter through (a named
     observation nobody reads), so that an expensive projection runs once per row."""
-    # A Spark internal (eventlake.spark.engine_versions lists it with its test).
+    # A Spark internal (eventlake.core.engine_internals lists it with its test).
     (count,) = built_once(("barrier",), lambda: [F.count(F.lit(1)).alias(_RECORDS)])
     return frame.observe(f"barrier-{uuid.uuid4().hex}", count)
 
@@ -129,7 +129,7 @@ def observed_values(observation: Observation) -> dict[str, Any]:
     """
     # Observation.get waits forever when no job filled it (a write that Delta skipped,
     # or a V1 sink that runs its query out of sight): fail with a message instead.
-    # Observation._jo is a Spark internal (eventlake.spark.engine_versions lists it).
+    # Observation._jo is a Spark internal (eventlake.core.engine_internals lists it).
     java = observation._jo
     deadline = time.monotonic() + _ARRIVAL_SECONDS
     while java is None or not java.future().isCompleted():

@@ -7,6 +7,9 @@ Kafka client.
 * ``topic_names``, ``offset_specs``: Kafka's topic-name rule and the offset forms the
   jobs take, checked once for the CLI and the DAGs;
 * ``driver_work``: what a job's driver does, which sizes its JVM;
+* ``engine_internals``: every engine internal eventlake relies on (Spark, Delta, Great
+  Expectations, the Airflow Spark provider, Airflow's API server), with the versions
+  it was checked with and its test;
 * ``text_table``: aligned text output.
 
 Not here: anything that opens a file, a connection or a Spark session.

@@ -15,7 +15,8 @@ from enum import StrEnum
 
 class DriverWork(StrEnum):
     """What a job's driver does, which sizes its JVM
-    (:func:`eventlake.spark.conf.driver_jvm_options`, :func:`eventlake.spark.conf.driver_memory`)."""
+    (:func:`eventlake.spark.conf.driver_jvm_options`,
+    :func:`eventlake.spark.conf.driver_memory`)."""
 
     #: Anything not below: the settings' memory, the GC's own young generation.
     GENERAL = "general"

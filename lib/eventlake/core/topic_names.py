@@ -41,7 +41,8 @@ def check_topic_name(name: str, what: str = "Kafka topic name") -> str:
         >>> check_topic_name("bad topic!", "--source")
         Traceback (most recent call last):
         ...
-        eventlake.core.topic_names.InvalidTopicNameError: Invalid --source 'bad topic!': use 1-249 ...
+        eventlake.core.topic_names.InvalidTopicNameError: Invalid --source 'bad topic!': use 1-249
+        ...
     """
     if not is_topic_name(name):
         raise InvalidTopicNameError(

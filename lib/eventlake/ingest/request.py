@@ -78,7 +78,7 @@ class IngestRequest:
 
     @property
     def driver_work(self) -> DriverWork:
-        """What this ingest's driver does (:func:`eventlake.spark.session.ingest_driver_work`): a
+        """What this ingest's driver does (:func:`eventlake.core.driver_work.ingest_driver_work`): a
         landing unless it keeps a state table or a dedup window.
 
         Example:

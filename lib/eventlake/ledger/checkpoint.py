@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -34,7 +33,8 @@ from pathlib import Path
 from typing import Final
 
 from eventlake.core.errors import Refused, TryAgainLater
-from eventlake.storage.files import write_atomically
+from eventlake.storage.leases import LeaseHeld, lease_at
+from eventlake.storage.store import any_name, make_folder, read_text, write_text
 
 IDENTITY_FILE = "eventlake-identity.json"
 #: What a checkpoint name may hold: one folder name, no path (as a Kafka topic name).
@@ -86,8 +86,9 @@ class CheckpointIdentity:
 def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> CheckpointIdentity:
     """Return the checkpoint's identity, creating it on first use; refuse a mismatch."""
     identity_file = path / IDENTITY_FILE
-    if identity_file.exists():
-        stored = json.loads(identity_file.read_text())
+    text = read_text(identity_file)
+    if text is not None:
+        stored = json.loads(text)
         identity = CheckpointIdentity(
             source=stored["source"], targets=tuple(stored["targets"]), app_id=stored["app_id"]
         )
@@ -99,19 +100,19 @@ def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> Checkpoi
                 "the checkpoint folder if you really mean to start over."
             )
         return identity
-    if path.exists() and any(path.iterdir()):
+    if any_name(path, lambda name: True):
         raise CheckpointMismatchError(
             f"Checkpoint {path} holds data but no {IDENTITY_FILE}: it was not made by "
             "eventlake for this run. Use another --checkpoint-name."
         )
-    path.mkdir(parents=True, exist_ok=True)
+    make_folder(path)
     identity = CheckpointIdentity(
         source=source, targets=tuple(targets), app_id=f"eventlake-{uuid.uuid4()}"
     )
     payload = asdict(identity)
     payload["targets"] = list(identity.targets)
     # Whole or not at all: a half-written identity would refuse every later run.
-    write_atomically(identity_file, json.dumps(payload, indent=2) + "\n")
+    write_text(identity_file, json.dumps(payload, indent=2) + "\n")
     return identity
 
 
@@ -144,57 +145,36 @@ def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
         >>> checkpoint_holder(settings.checkpoints / "ingest-topics_orders")
         {'pid': 4242, 'host': 'etl-1', 'job': 'ingest', 'since': '2026-11-24T05:00:00+00:00'}
     """
-    path = lock_path(checkpoint)
-    if not path.exists():
-        return None
-    with path.open("r") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = handle.read()
-            return json.loads(text) if text.strip() else {"pid": "unknown"}
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return None
+    return lease_at(lock_path(checkpoint)).holder()
 
 
 @contextmanager
 def hold_checkpoint(checkpoint: Path, *, job: str, trigger: str | None = None) -> Iterator[None]:
     """Hold the checkpoint for this process while the block runs; refuse when another
-    process holds it. The operating system drops the lock when its holder dies, so a
-    killed stream leaves nothing to clean up. The holder's job, trigger, pid, host and
-    start time are written into the lock file for ``eventlake status`` and the DAGs.
+    process holds it. Its lease is dropped when its holder dies, so a killed stream
+    leaves nothing to clean up. The holder's job, trigger, pid, host and start time are
+    its record, for ``eventlake status`` and the DAGs.
 
     Example:
         >>> with hold_checkpoint(settings.checkpoints / "ingest-topics_orders", job="ingest"):
         ...     run_stream(...)
     """
-    path = lock_path(checkpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            text = handle.read()
-            holder = json.loads(text) if text.strip() else {}
-            raise CheckpointBusyError(
-                f"Checkpoint {checkpoint} is held by {holder.get('job', 'a stream')} "
-                f"(pid {holder.get('pid', 'unknown')} on {holder.get('host', 'unknown')}, "
-                f"since {holder.get('since', 'unknown')}). One checkpoint takes one stream: "
-                "stop that process first (SIGTERM stops it gracefully), or use another "
-                "--checkpoint-name."
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        holder = holder_record(job, trigger=trigger)
-        handle.write(json.dumps(holder) + "\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lease = lease_at(lock_path(checkpoint))
+    try:
+        lease.try_acquire(holder_record(job, trigger=trigger))
+    except LeaseHeld as held:
+        holder = held.holder
+        raise CheckpointBusyError(
+            f"Checkpoint {checkpoint} is held by {holder.get('job', 'a stream')} "
+            f"(pid {holder.get('pid', 'unknown')} on {holder.get('host', 'unknown')}, "
+            f"since {holder.get('since', 'unknown')}). One checkpoint takes one stream: "
+            "stop that process first (SIGTERM stops it gracefully), or use another "
+            "--checkpoint-name."
+        ) from None
+    try:
+        yield
+    finally:
+        lease.release(forget=True)
 
 
 #: Spark's own checkpoint data, inside eventlake's checkpoint folder (beside its identity).

@@ -19,6 +19,7 @@ from typing import Any, Final
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.engine_internals import CHECKED_VERSIONS
 from eventlake.core.errors import EventlakeError, Refused, TryAgainLater
 from eventlake.ledger.lease import LEASE_WAIT_SECONDS, topic_leases
 from eventlake.ledger.marks import Marks, commit_note, ledger_key, read_marks
@@ -26,7 +27,9 @@ from eventlake.warehouse.conflicts import retry_conflicts
 
 #: Delta versions whose transaction API :class:`io.eventlake.ledger.DeltaLedger` was
 #: checked with; another version is refused until it is checked (tests/ledger/test_ledger.py).
-CHECKED_DELTA_VERSIONS: Final = frozenset({"4.4.0"})
+#: The delta-spark versions the ledger's commits were checked with (one list of all
+#: engines' checked versions: :mod:`eventlake.core.engine_internals`).
+CHECKED_DELTA_VERSIONS: Final = CHECKED_VERSIONS["delta-spark"]
 
 
 class LedgerMovedError(TryAgainLater, RuntimeError):
@@ -69,7 +72,7 @@ def check_delta_version() -> str:
             f"delta-spark {version} is not a version eventlake's ledger was checked with "
             f"({sorted(CHECKED_DELTA_VERSIONS)}): it commits through Delta's transaction API, "
             "which is internal. Run tests/ledger/test_ledger.py against it, then add it to "
-            "eventlake.ledger.commits.CHECKED_DELTA_VERSIONS."
+            "eventlake.core.engine_internals.CHECKED_VERSIONS."
         )
     return version
 

@@ -1,5 +1,5 @@
-"""The per-topic lease: writers of one topic's state take turns (a lock file beside the
-warehouse's tables), waited for up to a bound.
+"""The per-topic lease: writers of one topic take turns, each waiting up to a bound
+(a :class:`~eventlake.storage.leases.Lease` of the warehouse's store, named by topic).
 
 Example:
     >>> with topic_leases(settings.warehouse, ["demo.orders"]):
@@ -8,8 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import fcntl
-import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -19,6 +17,8 @@ from typing import Final
 
 from eventlake.core.errors import TryAgainLater
 from eventlake.ledger.checkpoint import holder_record
+from eventlake.storage.leases import LeaseHeld, lease_at
+from eventlake.storage.store import names
 
 #: Folder of the topic leases under the warehouse.
 LEASE_FOLDER: Final = "_ledger"
@@ -54,8 +54,8 @@ def leased_topics(warehouse: Path) -> list[str]:
         >>> leased_topics(settings.warehouse)
         ['customers', 'orders']
     """
-    folder = warehouse / LEASE_FOLDER
-    return sorted(path.name[: -len(LEASE_SUFFIX)] for path in folder.glob(f"*{LEASE_SUFFIX}"))
+    found = names(warehouse / LEASE_FOLDER)
+    return [name[: -len(LEASE_SUFFIX)] for name in found if name.endswith(LEASE_SUFFIX)]
 
 
 @contextmanager
@@ -89,44 +89,32 @@ def topic_leases(
 def _topic_lease(
     warehouse: Path, topic: str, job: str, token: str, wait_seconds: float
 ) -> Iterator[bool]:
-    path = lease_path(warehouse, topic)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    lease = lease_at(lease_path(warehouse, topic))
     deadline = time.monotonic() + wait_seconds
     told = False
-    with path.open("a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                handle.seek(0)
-                text = handle.read()
-                holder = json.loads(text) if text.strip() else {}
-                who = (
-                    f"{holder.get('job', 'another process')} (pid {holder.get('pid', '?')} on "
-                    f"{holder.get('host', '?')}, since {holder.get('since', '?')})"
-                )
-                if time.monotonic() >= deadline:
-                    raise LeaseTimeoutError(
-                        f"Topic {topic!r} is being landed by {who} for longer than "
-                        f"{wait_seconds:.0f} s. Wait for it to finish, or stop it (SIGTERM "
-                        "stops it gracefully), then run this again.",
-                        holder=who,
-                    ) from None
-                if not told:
-                    print(f"{job}: waiting for topic {topic!r}, held by {who}", flush=True)
-                    told = True
-                time.sleep(0.1)
-        # The file keeps the last holder after it lets go: who held it before us.
-        handle.seek(0)
-        text = handle.read()
-        previous = json.loads(text).get("token") if text.strip() else None
-        handle.seek(0)
-        handle.truncate()
-        holder = holder_record(job, token=token)
-        handle.write(json.dumps(holder) + "\n")
-        handle.flush()
+    while True:
         try:
-            yield previous != token
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            # The lease keeps the last holder's record after it lets go: who held it before.
+            previous = lease.try_acquire(holder_record(job, token=token))
+            break
+        except LeaseHeld as held:
+            holder = held.holder
+            who = (
+                f"{holder.get('job', 'another process')} (pid {holder.get('pid', '?')} on "
+                f"{holder.get('host', '?')}, since {holder.get('since', '?')})"
+            )
+            if time.monotonic() >= deadline:
+                raise LeaseTimeoutError(
+                    f"Topic {topic!r} is being landed by {who} for longer than "
+                    f"{wait_seconds:.0f} s. Wait for it to finish, or stop it (SIGTERM "
+                    "stops it gracefully), then run this again.",
+                    holder=who,
+                ) from None
+            if not told:
+                print(f"{job}: waiting for topic {topic!r}, held by {who}", flush=True)
+                told = True
+            time.sleep(0.1)
+    try:
+        yield previous.get("token") != token
+    finally:
+        lease.release()

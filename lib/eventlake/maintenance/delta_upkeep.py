@@ -32,8 +32,7 @@ RETENTION_CHECK_CONF: Final = "spark.databricks.delta.retentionDurationCheck.ena
 #: default) and keeps the table's ``delta.deletedFileRetentionDuration`` instead: a
 #: retention asked for (``--retention-hours 720`` to keep a month of history) would be
 #: 168 hours. A Delta internal, checked with the versions in
-#: :data:`eventlake.ledger.commits.CHECKED_DELTA_VERSIONS` by
-#: tests/maintenance/test_maintenance.py::test_vacuum_keeps_the_retention_asked_for_not_deltas_default.
+#: :data:`eventlake.core.engine_internals.CHECKED_VERSIONS`, with its test there.
 RETENTION_ARGUMENT_IGNORED_CONF: Final = (
     "spark.databricks.delta.vacuum.retentionWindowIgnore.enabled"
 )

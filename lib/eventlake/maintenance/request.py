@@ -37,7 +37,8 @@ def check_retention(retention_hours: float | None, allow_below_safety: bool = Fa
         >>> check_retention(24)
         Traceback (most recent call last):
         ...
-        eventlake.maintenance.request.MaintenanceError: retention_hours=24 is below Delta's safety ...
+        eventlake.maintenance.request.MaintenanceError: retention_hours=24 is below Delta's safety
+        ...
     """
     if retention_hours is None:
         return

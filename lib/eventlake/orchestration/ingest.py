@@ -220,7 +220,7 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
 
 def driver_work(application_args: Sequence[str], settings: Settings) -> DriverWork:
     """What the driver of an ingest with these arguments does
-    (:func:`eventlake.spark.session.ingest_driver_work`), as the job will see it: ``--dedup`` is
+    (:func:`eventlake.core.driver_work.ingest_driver_work`), as the job will see it: ``--dedup`` is
     also on when ``settings.dedup`` is (``EVENTLAKE_DEDUP``), as in ``eventlake ingest``.
 
     Example:

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from eventlake.ledger.marks import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark.rows import local_rows
+from eventlake.storage.store import exists
 from eventlake.warehouse.delta_log import commit_actions, data_file, delta_rs_table
 from eventlake.warehouse.names import is_delta_table
 from eventlake.warehouse.tables import rows_as_of, table_schema
@@ -144,7 +145,7 @@ def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlic
         new_rows = _through_delta(spark, table, end).where(F.col("_metadata.file_name").isin(names))
         return TableSlice(new_rows, end, after)
     paths = [data_file(table, f) for f in files]
-    if not all(Path(p).exists() for p in paths if not urlparse(p).scheme):
+    if not all(exists(p) for p in paths if not urlparse(p).scheme):
         whole = table_as_of(spark, table, end)
         return TableSlice(whole, end, note="files of the slice were vacuumed: whole table")
     # Plain Parquet files of an unpartitioned table without column mapping: reading them

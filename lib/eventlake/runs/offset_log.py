@@ -21,6 +21,7 @@ from typing import Final
 
 from eventlake.core.errors import EventlakeError
 from eventlake.ledger.marks import Marks
+from eventlake.storage.store import names, read_text
 
 #: Versions of Spark's offset log this reader was checked with (Spark 4.1).
 CHECKED_OFFSET_LOG_VERSIONS: Final = frozenset({"v1"})
@@ -47,7 +48,10 @@ def planned_batch(spark_folder: Path, batch_id: int) -> PlannedBatch:
         {('orders', 0): 1200, ('orders', 1): 1187}
     """
     path = spark_folder / "offsets" / str(batch_id)
-    lines = path.read_text().splitlines()
+    text = read_text(path)
+    if text is None:
+        raise FileNotFoundError(f"{path}: no such batch in Spark's offset log")
+    lines = text.splitlines()
     if not lines or lines[0] not in CHECKED_OFFSET_LOG_VERSIONS:
         raise OffsetLogError(
             f"{path}: Spark's offset log version {lines[0] if lines else '(empty)'!r} is not "
@@ -72,6 +76,5 @@ def last_committed_batch(spark_folder: Path) -> int | None:
         >>> last_committed_batch(Path("/wh/_checkpoints/ingest-topics_orders/spark"))
         6
     """
-    commits = spark_folder / "commits"
-    ids = [int(p.name) for p in commits.glob("*") if p.name.isdigit()] if commits.is_dir() else []
+    ids = [int(name) for name in names(spark_folder / "commits") if name.isdigit()]
     return max(ids, default=None)

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +44,7 @@ from eventlake.runs.offset_log import last_committed_batch, planned_batch
 from eventlake.runs.stop_signals import StopSignals
 from eventlake.runs.summary import RunSummary
 from eventlake.runs.triggers import AVAILABLE_NOW, PROCESSING_TIME_PREFIX
+from eventlake.storage.store import any_name, remove_tree
 
 #: How often the runner looks at the query (stop requests, progress lines).
 POLL_SECONDS: Final = 1
@@ -117,8 +117,7 @@ class ClaimedCheckpoint:
         """
         last = last_committed_batch(self.spark_folder)
         if last is None:
-            offsets = self.spark_folder / "offsets"
-            return not (offsets.is_dir() and any(offsets.iterdir()))
+            return not any_name(self.spark_folder / "offsets", lambda name: True)
         ends = planned_batch(self.spark_folder, last).ends
         # A partition the ledger has no mark for holds nothing in the tables.
         ahead = sorted(k for k, end in ends.items() if end > position.get(k, 0))
@@ -138,7 +137,7 @@ class ClaimedCheckpoint:
             "lack, nothing twice",
             flush=True,
         )
-        shutil.rmtree(self.spark_folder)
+        remove_tree(self.spark_folder)
         return True
 
     def stream(

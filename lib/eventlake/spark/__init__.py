@@ -7,7 +7,8 @@
 * ``columns``: column expressions built once per Spark context;
 * ``kafka``: a subscribe pattern checked, a DataFrame written to a topic;
 * ``auth``: a standalone cluster's RPC authentication and encryption;
-* ``class_archive``: the driver's JVM class archive and its fingerprint;
-* ``engine_versions``: the Spark internals eventlake relies on, with the versions
-  they were checked with.
+* ``class_archive``: the driver's JVM class archive and its fingerprint.
+
+The engine internals used here are listed, with their tests, in
+:mod:`eventlake.core.engine_internals`.
 """

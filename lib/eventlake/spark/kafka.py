@@ -55,7 +55,7 @@ def write_to_kafka(frame: DataFrame, settings: Settings, topic: str) -> None:
         >>> write_to_kafka(rows.select("key", "value", "headers"), settings, "orders.keyed")
     """
     spark = frame.sparkSession
-    # A Spark internal (eventlake.spark.engine_versions lists it with its test).
+    # A Spark internal (eventlake.core.engine_internals lists it with its test).
     v1_sources = spark.conf.get(_V1_SOURCES_KEY) or ""
     without_kafka = ",".join(s for s in v1_sources.split(",") if s.strip().lower() != "kafka")
     with session_conf(spark, {_V1_SOURCES_KEY: without_kafka}):

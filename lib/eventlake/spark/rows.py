@@ -88,7 +88,7 @@ def release(held: DataFrame) -> None:
     """
     # A checkpointed frame's plan is a LogicalRDD over the RDD whose blocks hold the
     # rows; a derived frame has it among its leaves. A Spark internal
-    # (eventlake.spark.engine_versions lists it with its test).
+    # (eventlake.core.engine_internals lists it with its test).
     leaves = held._jdf.queryExecution().analyzed().collectLeaves()
     for index in range(leaves.size()):
         leaf = leaves.apply(index)

@@ -104,7 +104,7 @@ def ignore_sigterm_in_jvm(spark: SparkSession) -> None:
     The JVM still ends with this process: PySpark's gateway exits when its standard input,
     a pipe from this process, closes (also after SIGKILL). A JDK API outside Java's
     standard (``sun.misc.Signal``, module jdk.unsupported), listed in
-    :data:`eventlake.spark.engine_versions.SPARK_INTERNALS` with its test.
+    :data:`eventlake.core.engine_internals.INTERNALS` with its test.
 
     Example:
         >>> ignore_sigterm_in_jvm(spark)  # os.killpg(os.getpgid(0), SIGTERM): the job stops

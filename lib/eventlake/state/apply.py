@@ -127,7 +127,7 @@ def apply_state(
     rows, with ``marks``, the files the winners change are written again in one commit
     with the marks (:func:`eventlake.state.rewrite.rewrite_state`): Delta's MERGE costs
     ~1.5 s more per batch. ``read_back``:
-    ``decoded`` is a plain read of table files (:func:`eventlake.ingest.batch.read_back`'s),
+    ``decoded`` is a plain read of table files (:func:`eventlake.ingest.state_backlog.read_back`'s),
     which may be read again at the cost of reading them; otherwise the winners are held
     (:func:`eventlake.warehouse.tables.merge_source`). A MERGE that loses a commit race (e.g.
     OPTIMIZE of the table committed while it ran) is retried, see :func:`_merge_batch`.

@@ -49,7 +49,8 @@ def merge_conflicts() -> tuple[type[Exception], ...]:
 
 def merge_retried(merge: Callable[[], T], *, what: str, table: str, then: str) -> T:
     """``merge()`` run again on the table's new snapshot when another writer commits
-    first (:func:`merge_conflicts`, :func:`eventlake.warehouse.conflicts.retry_conflicts`); when every
+    first (:func:`merge_conflicts`, :func:`eventlake.warehouse.conflicts.retry_conflicts`); when
+    every
     attempt loses, a :class:`StateConflictError` that says so in a sentence, ending with
     ``then`` (what the user does next), instead of Delta's exception.
 

@@ -22,6 +22,7 @@ from eventlake.ledger.lease import leased_topics
 from eventlake.ledger.marks import INGEST, read_marks
 from eventlake.runs.offset_log import OffsetLogError, last_committed_batch, planned_batch
 from eventlake.runs.triggers import PROCESSING_TIME_PREFIX
+from eventlake.storage.store import names, read_text
 from eventlake.warehouse.names import (
     EVENTS,
 )
@@ -139,8 +140,8 @@ def checkpoint_statuses(settings: Settings, topics: tuple[str, ...] = ()) -> lis
     """
     statuses = [
         read_checkpoint(folder)
-        for folder in sorted(settings.checkpoints.glob("*"))
-        if (folder / IDENTITY_FILE).is_file()
+        for folder in (settings.checkpoints / name for name in names(settings.checkpoints))
+        if read_text(folder / IDENTITY_FILE) is not None
     ]
     return [s for s in statuses if not topics or any(s.reads(topic) for topic in topics)]
 
@@ -155,7 +156,10 @@ def read_checkpoint(folder: Path) -> CheckpointStatus:
         'eventlake-identity.json is not valid JSON (Expecting value: line 1 column 1)...'
     """
     try:
-        identity = json.loads((folder / IDENTITY_FILE).read_text())
+        text = read_text(folder / IDENTITY_FILE)
+        if text is None:
+            raise OSError(f"{IDENTITY_FILE} is gone")
+        identity = json.loads(text)
         source = str(identity["source"])
         targets = tuple(str(t) for t in identity.get("targets", ()))
     except (OSError, ValueError, KeyError, TypeError) as error:

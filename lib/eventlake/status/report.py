@@ -8,9 +8,10 @@ table stands for a topic that has one, Kafka's log end offset, the lag between t
 when the checkpoint's last batch was committed, and whether a process holds it now (a
 running stream, with its pid and host); topics ingest landed that no checkpoint reads
 (bounded runs alone landed them) as one more entry. State tables report a compaction risk recorded
-with them (see :mod:`eventlake.compaction`), and each topic's last data-quality verdict
+with them (see :mod:`eventlake.state.compaction_risk`), and each topic's last data-quality verdict
 (from ``dq_results``, :mod:`eventlake.status.dq_verdicts`). Reads the Delta logs with delta-rs
-and asks Kafka; no Spark. The Airflow page (:mod:`eventlake.orchestration.airflow_plugin`) shows this
+and asks Kafka; no Spark. The Airflow page (:mod:`eventlake.orchestration.airflow_plugin`) shows
+this
 same report.
 
 Example:
@@ -35,6 +36,7 @@ from eventlake.status.checkpoints import (
     checkpoint_statuses,
 )
 from eventlake.status.dq_verdicts import QualityVerdict, last_verdicts
+from eventlake.storage.store import names
 from eventlake.warehouse.delta_log import delta_rs_table
 from eventlake.warehouse.names import (
     COMPACTION_RISK_PROPERTY,
@@ -188,10 +190,9 @@ def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[s
     table's metadata with delta-rs (no Spark)."""
     root = settings.warehouse / STATE_FOLDER
     risks: dict[str, dict[str, Any]] = {}
-    if not root.is_dir():
-        return risks
-    for folder in sorted(root.iterdir()):
-        if topics and folder.name not in topics:
+    for name in names(root):
+        folder = root / name
+        if topics and name not in topics:
             continue
         # None also while a stream is creating the table (its first commit not written).
         table = delta_rs_table(folder)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from eventlake.storage.files import write_atomically
+from eventlake.storage.store import read_text, write_text
 
 #: Where, under the warehouse, the inferred fields of every type are kept.
 FIELDS_FILE: Final = Path("_types") / "fields.json"
@@ -79,7 +79,7 @@ def save_columns(path: Path, columns: dict[str, TypeColumns]) -> None:
             if c.dataschema is not None
         },
     }
-    write_atomically(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
 def save_fields(path: Path, fields: dict[str, dict[str, str]]) -> None:
@@ -110,7 +110,8 @@ def load_columns(path: Path) -> dict[str, TypeColumns]:
         'dataschema file:///schemas/order-paid.json'
     """
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path)
+        document = json.loads(text) if text is not None else {}
         types = document["types"]
     except (OSError, ValueError, TypeError, KeyError):
         return {}

@@ -1,5 +1,5 @@
 """A Delta commit that lost a race to another writer, tried again a few times with a
-pause between.
+pause between (tenacity).
 
 Example:
     >>> retry_conflicts(lambda: append(), what="append", table=path)
@@ -7,9 +7,16 @@ Example:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Final, TypeVar
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 T = TypeVar("T")
 
@@ -33,24 +40,30 @@ def retry_conflicts(
     """Run ``action``; when Delta refuses its commit because another writer committed
     first (one of the ``retryable`` conflicts), print one line, pause a little longer
     each time and run it again, on the table's new snapshot, at most ``attempts`` times
-    in all. Only for actions that are safe to repeat; each caller says why.
+    in all. Only for actions that are safe to repeat; each caller says why. The last
+    attempt's conflict, or any other error, is raised as it is.
 
     Example:
         >>> from delta.exceptions import ConcurrentDeleteReadException
         >>> retry_conflicts(merge, what="state orders", retryable=(ConcurrentDeleteReadException,))
         state orders: lost a commit race to a concurrent writer (ConcurrentDeleteReadException: ...
     """
-    for attempt in range(1, attempts + 1):
-        try:
-            return action()
-        except retryable as error:
-            if attempt == attempts:
-                raise
-            first_line = str(error).splitlines()[0][:200] if str(error) else ""
-            print(
-                f"{what}: lost a commit race to a concurrent writer ({type(error).__name__}: "
-                f"{first_line}); retrying, attempt {attempt + 1} of {attempts}",
-                flush=True,
-            )
-            time.sleep(backoff_seconds * attempt)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def say_retrying(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        first_line = str(error).splitlines()[0][:200] if str(error) else ""
+        print(
+            f"{what}: lost a commit race to a concurrent writer ({type(error).__name__}: "
+            f"{first_line}); retrying, attempt {state.attempt_number + 1} of {attempts}",
+            flush=True,
+        )
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(retryable),
+        stop=stop_after_attempt(attempts),
+        # After the n-th attempt: n times backoff_seconds.
+        wait=wait_incrementing(start=backoff_seconds, increment=backoff_seconds),
+        before_sleep=say_retrying,
+        reraise=True,
+    )
+    return retrying(action)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from eventlake.storage.store import open_delta_table, read_text
 from eventlake.warehouse.names import is_delta_table
 
 
@@ -37,10 +38,10 @@ def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | Non
         >>> [a for a in commit_actions("/wh/events", 42) if "add" in a][0]["add"]["path"]
         'part-00000-....parquet'
     """
-    commit = Path(path) / "_delta_log" / f"{version:020d}.json"
-    if not commit.is_file():
+    text = read_text(Path(path) / "_delta_log" / f"{version:020d}.json")
+    if text is None:
         return None
-    lines = commit.read_text(encoding="utf-8").splitlines()
+    lines = text.splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -68,13 +69,12 @@ def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
         >>> delta_rs_table("/wh/state/new") is None
         True
     """
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     if not is_delta_table(Path(path)):
         return None
     try:
-        return DeltaTable(str(path), version=version)
+        return open_delta_table(path, version)
     except TableNotFoundError:
         return None
 

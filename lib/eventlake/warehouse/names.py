@@ -9,13 +9,13 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Final
 
 from eventlake.core.settings import Settings
 from eventlake.core.topic_names import check_topic_name
+from eventlake.storage.store import any_name, names
 
 #: A file of a Delta log that makes a version: a commit or a checkpoint (its parts).
 _LOG_VERSION_FILE: Final = re.compile(r"\d{20}\.(json|checkpoint\b.*\.(parquet|json))$")
@@ -64,12 +64,8 @@ def is_delta_table(path: Path) -> bool:
         >>> is_delta_table(settings.table_path(EVENTS))
         True
     """
-    log = path / "_delta_log"
-    if not log.is_dir():
-        return False
     # Stops at the first commit or checkpoint file: a stream's log holds many.
-    with os.scandir(log) as entries:
-        return any(_LOG_VERSION_FILE.match(entry.name) for entry in entries)
+    return any_name(path / "_delta_log", lambda name: bool(_LOG_VERSION_FILE.match(name)))
 
 
 def delta_path_sql(path: str | Path) -> str:
@@ -96,12 +92,11 @@ def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
     root = settings.warehouse
     found: list[tuple[str, Path]] = []
     for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.iterdir()):
-            if path.name.startswith("_") or not is_delta_table(path):
+        for name in names(folder):
+            path = folder / name
+            if name.startswith("_") or not is_delta_table(path):
                 continue
-            found.append((prefix + path.name, path))
+            found.append((prefix + name, path))
     return found
 
 

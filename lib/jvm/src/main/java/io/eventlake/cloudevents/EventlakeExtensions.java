@@ -15,7 +15,7 @@ import scala.runtime.BoxedUnit;
  * its own): {@code cloudevents_from_kafka(value, headers[, data_json[, data]])} (the decoder, used
  * from Python through {@code eventlake.binding}) and {@code cloudevents_to_kafka(event,
  * value, headers, mode[, key_attribute[, hop]])} (the encoder, through {@code
- * eventlake.republish.encode}).
+ * eventlake.binding.encode}).
  */
 public final class EventlakeExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override

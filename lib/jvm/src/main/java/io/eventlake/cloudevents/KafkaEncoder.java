@@ -146,7 +146,7 @@ public final class KafkaEncoder {
     } else {
       // Already in the wanted mode, or not an event: the same bytes. In keep mode the
       // Python wrapper passes no data and only the attributes the key and the hop name
-      // (eventlake.republish.encode._unread_when_kept): read no other field here.
+      // (eventlake.binding.encode._unread_when_kept): read no other field here.
       out.value = value;
       for (int i = 0; i < headerCount; i++) {
         out.addHeader(headerKeys[i], headerValues[i]);

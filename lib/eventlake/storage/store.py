@@ -1,0 +1,164 @@
+"""The one opener of the warehouse's files: every read, write, listing and removal of a
+file under the warehouse, and every Delta table opened without Spark (delta-rs, with the
+location's storage options), goes through here.
+
+Today's one store is the local file system (a warehouse folder, shared by a host's
+processes); a location with another scheme (``s3a://...``) is refused in a sentence
+until a store for it exists here: object storage is added in this module, not in its
+callers.
+
+Example:
+    >>> read_text(settings.warehouse / "_types" / "fields.json") is None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from eventlake.core.errors import Refused
+from eventlake.storage.files import write_atomically
+
+#: A place in the warehouse: a local path (a ``file:`` URI's path) for today's store.
+Location = str | Path
+
+
+class UnsupportedStoreError(Refused, ValueError):
+    """A warehouse location on a store eventlake cannot write yet."""
+
+
+def local_path(location: Location) -> Path:
+    """``location`` as a local path; a ``file:`` URI's path, refused for other schemes.
+
+    Example:
+        >>> local_path("file:///wh/events")
+        PosixPath('/wh/events')
+    """
+    text = str(location)
+    scheme = urlparse(text).scheme
+    if scheme in ("", "file"):
+        return Path(urlparse(text).path if scheme else text)
+    raise UnsupportedStoreError(
+        f"The warehouse location {text!r} is on {scheme!r} storage, which eventlake does not "
+        "write yet: use a local folder (EVENTLAKE_WAREHOUSE)."
+    )
+
+
+def read_text(location: Location) -> str | None:
+    """The file's text (UTF-8), or None when there is no such file.
+
+    Example:
+        >>> read_text("/wh/events/_delta_log/00000000000000000000.json").splitlines()[0]
+        '{"commitInfo": ...}'
+    """
+    try:
+        return local_path(location).read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def write_text(location: Location, text: str, *, mode: int = 0o644) -> None:
+    """Replace the file with ``text`` whole or not at all (never half a document).
+
+    Example:
+        >>> write_text(settings.warehouse / "_types" / "fields.json", "{}")
+    """
+    write_atomically(local_path(location), text, mode=mode)
+
+
+def is_folder(location: Location) -> bool:
+    """Whether ``location`` is a folder (on object storage: a prefix with objects).
+
+    Example:
+        >>> is_folder(settings.warehouse / "events")
+        True
+    """
+    return local_path(location).is_dir()
+
+
+def exists(location: Location) -> bool:
+    """Whether a file or folder is at ``location``.
+
+    Example:
+        >>> exists(settings.warehouse / "events" / "_delta_log")
+        True
+    """
+    return local_path(location).exists()
+
+
+def names(folder: Location) -> list[str]:
+    """The names in ``folder``, sorted; none when there is no such folder.
+
+    Example:
+        >>> names(settings.warehouse / "state")
+        ['customers', 'orders']
+    """
+    try:
+        with os.scandir(local_path(folder)) as entries:
+            return sorted(entry.name for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def any_name(folder: Location, wanted: Callable[[str], bool]) -> bool:
+    """Whether a name in ``folder`` is ``wanted``, stopping at the first (a Delta log or
+    Spark's offset log may hold thousands).
+
+    Example:
+        >>> any_name(settings.warehouse / "events" / "_delta_log", str.isdigit)
+        False
+    """
+    try:
+        with os.scandir(local_path(folder)) as entries:
+            return any(wanted(entry.name) for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def make_folder(location: Location) -> None:
+    """Create the folder and its parents (nothing to do when it exists).
+
+    Example:
+        >>> make_folder(settings.checkpoints / "ingest-topics_orders")
+    """
+    local_path(location).mkdir(parents=True, exist_ok=True)
+
+
+def remove_tree(location: Location) -> None:
+    """Delete the folder and everything in it (nothing to do when it is gone).
+
+    Example:
+        >>> remove_tree(settings.checkpoints / "ingest-topics_orders" / "spark")
+    """
+    shutil.rmtree(local_path(location), ignore_errors=False)
+
+
+def storage_options(location: Location) -> dict[str, str]:
+    """What delta-rs needs to open a table at ``location`` (credentials, endpoint): none
+    for a local folder.
+
+    Example:
+        >>> storage_options("/wh/events")
+        {}
+    """
+    local_path(location)  # refuses a store eventlake does not know
+    return {}
+
+
+def open_delta_table(location: Location, version: int | None = None) -> Any:
+    """The Delta table at ``location`` through delta-rs, at its latest version or
+    ``version``; raises delta-rs' ``TableNotFoundError`` when there is none.
+
+    Example:
+        >>> open_delta_table(settings.table_path("events")).version()
+        12
+    """
+    from deltalake import DeltaTable
+
+    uri = str(local_path(location))
+    return DeltaTable(uri, version=version, storage_options=storage_options(location) or None)
