@@ -53,3 +53,41 @@ def test_readme_lists_the_commands_that_stop_cleanly() -> None:
     named = set(re.findall(r"[a-z][a-z-]*", row.split("|")[2]))
     # ingest and republish are named by what they run: streams, backfills, full refreshes.
     assert named & set(COMMAND_ORDER) == STOPPABLE_COMMANDS - {"ingest", "republish"}
+
+
+#: A dotted name of eventlake's code in prose: ``eventlake.<package or module>...``.
+_DOTTED = re.compile(r"(?<![\w./-])eventlake(?:\.[A-Za-z_]\w*)+")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of eventlake or an attribute of one."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 1, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_every_module_the_docs_name_exists(document: Path) -> None:
+    import pkgutil
+
+    import eventlake
+
+    top = {info.name for info in pkgutil.iter_modules(eventlake.__path__)}
+    names = {
+        name.rstrip(".")
+        for name in _DOTTED.findall(document.read_text(encoding="utf-8"))
+        if name.split(".")[1] in top  # not an asset name such as eventlake.events
+    }
+    missing = sorted(name for name in names if not _resolves(name))
+    assert missing == [], f"{document.name} names code that is not there: {missing}"

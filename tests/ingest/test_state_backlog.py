@@ -12,8 +12,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.core.settings import Settings
-from eventlake.ingest import IngestRequest, run_ingest
-from eventlake.ingest import run as ingest_run
+from eventlake.ingest import IngestRequest, run_ingest, state_step
 from eventlake.ingest.batch import BatchResult, land_batch
 from eventlake.ingest.state_backlog import LandedBatch, StateBacklog, read_back
 from eventlake.kafka.clients import Record, produce_all
@@ -269,7 +268,7 @@ def test_a_stream_that_fails_with_a_backlog_is_caught_up_by_the_next_run(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("driver died before the state step")
 
-    monkeypatch.setattr(ingest_run, "apply_state", crash)
+    monkeypatch.setattr(state_step, "apply_state", crash)
     with state_stream(spark, settings, compacted) as failures:
         _land_rounds(settings, compacted, 2)
     assert [str(f) for f in failures] == ["driver died before the state step"]

@@ -11,8 +11,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding.decode import EVENT_COLUMNS
 from eventlake.core.settings import Settings
-from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
-from eventlake.ingest import run as ingest_run
+from eventlake.ingest import IngestRequest, IngestSummary, run_ingest, state_step
 from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.ledger.marks import STATE, read_marks
@@ -232,7 +231,7 @@ def test_crash_between_events_write_and_state_merge_recovers(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("driver died after the events append")
 
-    monkeypatch.setattr(ingest_run, "apply_state", crash)
+    monkeypatch.setattr(state_step, "apply_state", crash)
     with pytest.raises(Exception, match="driver died"):
         _ingest(spark, warehouse_settings, topic)
     assert read_table(spark, warehouse_settings, "events").count() == 2
@@ -301,7 +300,7 @@ def test_latest_per_key_keeps_the_last_record_by_partition_then_offset(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, broadcast: bool
 ) -> None:
     if not broadcast:
-        monkeypatch.setattr(state_apply, "BROADCAST_WINNERS_MAX", 0)
+        monkeypatch.setattr(state_records, "BROADCAST_WINNERS_MAX", 0)
     # (topic, key, partition, offset, id): key a's last record is in partition 1 (a higher
     # partition wins over a higher offset), the same key on another topic is its own,
     # keyless records are dropped.
