@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from eventlake.core.settings import Settings, load_settings
 from eventlake.kafka.clients import make_admin, make_producer
@@ -93,6 +95,39 @@ def test_an_existing_topic_is_required_quietly(
     create_topic(settings, topic_name)
 
     require_topics(settings, [topic_name])
+
+
+def test_a_topic_another_client_created_meanwhile_is_not_created_again(
+    broker: LocalBroker, settings: Settings, topic_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventlake.kafka import topics
+
+    assert create_topic(settings, topic_name)
+    made = topics.make_admin
+
+    class ListedBefore:
+        """An admin client whose topic list predates the other client's create: the
+        broker refuses the create with TOPIC_ALREADY_EXISTS."""
+
+        def __init__(self, admin: AdminClient) -> None:
+            self.admin = admin
+
+        def list_topics(self, *args: Any, **kwargs: Any) -> Any:
+            listed = self.admin.list_topics(*args, **kwargs)
+            listed.topics.pop(topic_name, None)
+            return listed
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.admin, name)
+
+    monkeypatch.setattr(topics, "make_admin", lambda settings: ListedBefore(made(settings)))
+
+    assert create_topic(settings, topic_name) is False
+
+
+def test_another_refused_create_is_raised(broker: LocalBroker, settings: Settings) -> None:
+    with pytest.raises(KafkaException, match="Topic name is invalid"):
+        create_topic(settings, "not a topic name!")
 
 
 def test_every_missing_topic_is_named_in_one_sentence(

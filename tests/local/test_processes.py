@@ -107,3 +107,61 @@ def test_unreadable_records_are_no_records(tmp_path: Path) -> None:
 
     assert processes.read_records(path) == {}
     assert processes.read_records(tmp_path / "missing.json") == {}
+
+
+def test_a_start_time_is_the_kernels_clock_ticks_after_boot() -> None:
+    # Records written before psutil held /proc/<pid>/stat's field 22: they still match.
+    stat = Path(f"/proc/{os.getpid()}/stat").read_text()
+    assert processes.started_ticks(os.getpid()) == int(stat.rsplit(") ", 1)[1].split()[19])
+
+
+def test_what_has_no_process_has_no_start_time_command_line_or_life() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    for pid in (child.pid, -1):
+        assert processes.started_ticks(pid) is None
+        assert processes.command_line(pid) == []
+        assert not processes.alive(pid)
+
+
+def test_the_command_line_is_the_processes_arguments_but_empty_ones() -> None:
+    arguments = [sys.executable, "-c", "import time; time.sleep(60)", "", "x y"]
+    child = subprocess.Popen(arguments)
+    try:
+        deadline = time.monotonic() + 10
+        # Until its exec, the child runs with this process's arguments.
+        while processes.command_line(child.pid)[:2] != arguments[:2]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert processes.command_line(child.pid) == [*arguments[:3], "x y"]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_process_another_parent_has_not_reaped_is_gone_at_once() -> None:
+    # Its parent starts it and never waits for it: a zombie that is not our child.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, time; print(subprocess.Popen(['true']).pid, flush=True); "
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        zombie = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while processes.alive(zombie) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not processes.alive(zombie)
+        started = time.monotonic()
+        processes.stop([zombie], timeout=30)
+        assert processes.wait_gone([zombie], timeout=30) == []
+        assert time.monotonic() - started < 5
+    finally:
+        parent.kill()
+        parent.wait()

@@ -19,7 +19,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.state import apply as state_apply
 from eventlake.state import reconcile, retry
 from eventlake.state import records as state_records
-from eventlake.warehouse import tables
+from eventlake.warehouse import conflicts, delta_log
 from eventlake.warehouse.names import state_path
 from eventlake.warehouse.schemas import EVENTS_SCHEMA, REJECTS_SCHEMA
 from eventlake.warehouse.tables import ensure_tables
@@ -202,7 +202,7 @@ def test_a_table_found_empty_that_has_rows_by_then_keeps_them(
     # Not written as first rows beside a1's file: a1's file replaced (state_rewrite).
     path = state_path(warehouse_settings, topic)
     assert delta_operations(path) == ["CREATE TABLE", "WRITE", "WRITE"]
-    assert any("remove" in action for action in tables.commit_actions(path, 2) or [])
+    assert any("remove" in action for action in delta_log.commit_actions(path, 2) or [])
 
 
 def test_a_reconcile_into_a_new_state_table_writes_its_keys_with_the_marks(
@@ -261,7 +261,7 @@ def test_a_merge_that_loses_every_race_stops_with_a_sentence_and_the_rerun_catch
     monkeypatch.setattr(state_apply, "_rewrite_with_marks", lambda *args, **kwargs: None)
     with pytest.raises(retry.StateConflictError) as refused:
         _ingest(spark, warehouse_settings, topic)
-    assert len(attempts) == tables.CONFLICT_ATTEMPTS
+    assert len(attempts) == conflicts.CONFLICT_ATTEMPTS
     assert str(refused.value).startswith(
         f"state {topic}: state/{topic} kept changing under the MERGE "
         "(ConcurrentDeleteReadException, 3 attempts); nothing of it was committed: the events "

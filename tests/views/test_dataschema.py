@@ -3,8 +3,11 @@ JSON Schema -> Spark type mapping."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,6 +168,14 @@ def schema_server() -> Iterator[str]:
         "/to-file": (302, {"Location": "file:///etc/hostname"}, b""),
         "/to-ftp": (302, {"Location": "ftp://127.0.0.1:9/order.json"}, b""),
         "/big": (200, {}, b" " * 2048),
+        "/gzip": (
+            200,
+            {"Content-Encoding": "gzip"},
+            gzip.compress(json.dumps(ORDER_SCHEMA).encode()),
+        ),
+        # /hop/n: n + 1 redirects to the schema.
+        "/hop/0": (302, {"Location": "/order.json"}, b""),
+        **{f"/hop/{n}": (302, {"Location": f"/hop/{n - 1}"}, b"") for n in range(1, 11)},
     }
     with http_server(routes) as base:
         yield base
@@ -190,3 +201,30 @@ def test_a_failed_fetch_says_why(schema_server: str) -> None:
         with pytest.raises(DataschemaError) as raised:
             read_dataschema(f"{schema_server}{path}", fetch_http=True, max_bytes=1024)
         assert str(raised.value) == reason
+
+
+def test_a_fetch_follows_at_most_ten_redirects(schema_server: str) -> None:
+    assert "count" in read_dataschema(f"{schema_server}/hop/9", fetch_http=True)["properties"]
+    with pytest.raises(DataschemaError, match=r"^HTTP 302\b"):
+        read_dataschema(f"{schema_server}/hop/10", fetch_http=True)
+
+
+def test_a_body_is_read_as_sent_never_decompressed(schema_server: str) -> None:
+    # The bound counts the bytes on the wire: a small compressed body cannot unpack to more.
+    with pytest.raises(DataschemaError, match=r"^not UTF-8 text$"):
+        read_dataschema(f"{schema_server}/gzip", fetch_http=True)
+
+
+def test_a_server_that_does_not_answer_is_given_up_after_the_timeout() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel does), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        started = time.monotonic()
+        with pytest.raises(DataschemaError) as raised:
+            read_dataschema(
+                f"http://127.0.0.1:{silent.getsockname()[1]}/order.json",
+                fetch_http=True,
+                timeout=0.5,
+            )
+    assert str(raised.value) == "cannot fetch it: timed out"
+    assert time.monotonic() - started < 5

@@ -8,10 +8,17 @@ Example:
 from __future__ import annotations
 
 import sys
-import time
 from typing import Final
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_none,
+)
 
 from eventlake.core.errors import TryAgainLater
 from eventlake.core.settings import Settings
@@ -26,6 +33,13 @@ class KafkaConnectionError(TryAgainLater, RuntimeError):
 WAITING_SAID_AFTER_SECONDS: Final = 2.0
 
 
+#: The codes of the errors that say the cluster refused the credentials (librdkafka's
+#: local SASL failure, and the broker's answer).
+AUTHENTICATION_FAILURES: Final = frozenset(
+    {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+)
+
+
 def check_connection(settings: Settings, timeout: float = 15.0) -> None:
     """Fail fast with a clear message when the cluster is unreachable or the credentials
     are wrong, rather than letting a Spark job retry until it times out.
@@ -33,28 +47,31 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
     Example:
         >>> check_connection(settings)  # returns quietly when the cluster answers
     """
-    from confluent_kafka import KafkaException
-
-    errors: list[str] = []
+    errors: list[KafkaError] = []
     config = client_options(settings)
-    config["error_cb"] = lambda error: errors.append(str(error))
+    config["error_cb"] = errors.append
     config["log_level"] = 0  # this probe reports what went wrong itself
     admin = AdminClient(config)
-    failure: str | None = None
-    started = time.monotonic()
-    said_waiting = False
-    while True:
+
+    def ask() -> None:
         try:
             admin.list_topics(timeout=1.0)
-            failure = None
-            break
-        except KafkaException as error:
-            failure = str(error)
-        admin.poll(0)  # serves error_cb, which carries authentication failures
-        waited = time.monotonic() - started
-        if any("AUTHENTICATION" in e.upper() for e in errors) or waited > timeout:
-            break
-        if not said_waiting and waited > WAITING_SAID_AFTER_SECONDS:
+        except KafkaException:
+            admin.poll(0)  # serves error_cb, which carries authentication failures
+            raise
+
+    out_of_time = stop_after_delay(timeout)
+
+    def given_up(state: RetryCallState) -> bool:
+        # Refused credentials stay refused: no use asking again.
+        refused = any(error.code() in AUTHENTICATION_FAILURES for error in errors)
+        return refused or out_of_time(state)
+
+    said_waiting = False
+
+    def say_waiting(state: RetryCallState) -> None:
+        nonlocal said_waiting
+        if not said_waiting and (state.seconds_since_start or 0.0) > WAITING_SAID_AFTER_SECONDS:
             # A broker that restarts answers again within seconds: worth the wait, said once.
             print(
                 f"Kafka at {settings.bootstrap_servers} does not answer yet; waiting up to "
@@ -63,7 +80,21 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
                 flush=True,
             )
             said_waiting = True
-    auth = [e for e in [*errors, failure or ""] if "AUTHENTICATION" in e.upper()]
+
+    failure: KafkaError | None = None
+    try:
+        Retrying(
+            retry=retry_if_exception_type(KafkaException),
+            stop=given_up,
+            wait=wait_none(),  # each attempt waits up to a second for the metadata itself
+            before_sleep=say_waiting,
+            reraise=True,
+        )(ask)
+    except KafkaException as error:
+        failure = error.args[0]
+    auth = [
+        str(e) for e in [*errors, failure] if e is not None and e.code() in AUTHENTICATION_FAILURES
+    ]
     if auth:
         user = settings.kafka_options.get("sasl.username", "?")
         raise KafkaConnectionError(

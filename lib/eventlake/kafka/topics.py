@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from eventlake.core.errors import Refused
@@ -195,9 +195,9 @@ def create_topic(
     )
     try:
         futures[name].result(timeout=timeout)
-    except Exception as error:  # the future raises KafkaException wrapping a KafkaError
-        if "TOPIC_ALREADY_EXISTS" in str(error):
-            return False
+    except KafkaException as error:  # wrapping a KafkaError
+        if error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False  # created meanwhile by another client
         raise
     _wait_for_leaders(admin, name, partitions, timeout)
     return True

@@ -7,6 +7,9 @@ A pid file may outlive its process, and the pid may then belong to another progr
 what the local platform starts is recorded with its start time (:class:`Recorded`),
 and nothing is signalled unless the process with that pid started at that time.
 
+What a process is, whether it still runs and when it started come from psutil; a
+process group, which psutil does not know, from its signals (``killpg``).
+
 Example:
     >>> import subprocess
     >>> sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
@@ -29,8 +32,14 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
+
+import psutil
 
 from eventlake.storage.files import write_atomically
+
+#: Clock ticks per second: the unit of :func:`started_ticks`, as ``/proc`` counts.
+_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -81,36 +90,40 @@ def alive(pid: int, *, group: bool = False) -> bool:
         >>> alive(os.getpid())
         True
     """
-    try:
-        os.killpg(pid, 0) if group else os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     if group:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # a member of another user's: the group exists
         return True
-    # A zombie still answers kill(0); look at its state to treat it as gone.
+    # A zombie still has its pid; its state tells that it has exited.
     try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except (psutil.NoSuchProcess, ValueError):  # ValueError: a negative pid
         return False
+    except psutil.AccessDenied:
+        return True
 
 
 def started_ticks(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks after boot, ``/proc/<pid>/stat``
-    field 22), or None when there is no such process.
+    """When process ``pid`` started (clock ticks after boot, as ``/proc/<pid>/stat``
+    field 22 says), or None when there is no such process.
+
+    Ticks after boot, not psutil's seconds since the epoch: those move when the system
+    clock is set, and a record would then no longer match its own process.
 
     Example:
         >>> started_ticks(os.getpid()) == started_ticks(os.getpid())
         True
     """
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        created: float = psutil.Process(pid).create_time()
+    except (psutil.Error, ValueError):
         return None
-    # The command name (field 2) may hold spaces and parentheses: count from its end.
-    return int(stat.rsplit(") ", 1)[1].split()[19])
+    booted: float = psutil.boot_time()
+    return round((created - booted) * _CLOCK_TICKS)
 
 
 def command_line(pid: int) -> list[str]:
@@ -121,10 +134,10 @@ def command_line(pid: int) -> list[str]:
         True
     """
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        arguments = psutil.Process(pid).cmdline()
+    except (psutil.Error, ValueError):
         return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+    return [str(argument) for argument in arguments if argument]
 
 
 @dataclass(frozen=True)
@@ -238,19 +251,33 @@ def stop(pids: Iterable[int], *, group: bool = False, timeout: float = 30.0) -> 
     Example:
         >>> stop([], timeout=1)
     """
-    kill = os.killpg if group else os.kill
+    running = wait_gone(pids, group=group, timeout=0)
+    # Taken before the wait: a pid that another process reuses meanwhile is not signalled.
+    targets = {} if group else _processes(running)
 
     def send(pid: int, signal_number: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):  # it may end between check and signal
-            kill(pid, signal_number)
+        with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess, KeyError):
+            # It may end between check and signal (KeyError: before it was looked up).
+            if group:
+                os.killpg(pid, signal_number)
+            else:
+                targets[pid].send_signal(signal_number)
 
-    running = wait_gone(pids, group=group, timeout=0)
     for pid in running:
         send(pid, signal.SIGTERM)
     for pid in wait_gone(running, group=group, timeout=timeout):
         send(pid, signal.SIGKILL)
     # A group whose members are zombies of other parents can answer for a while: bounded.
     wait_gone(running, group=group, timeout=10)
+
+
+def _processes(pids: Iterable[int]) -> dict[int, psutil.Process]:
+    """psutil's handle of each of ``pids`` that exists, by pid."""
+    found = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found[pid] = psutil.Process(pid)
+    return found
 
 
 def spawn(

@@ -50,7 +50,8 @@ def retry_conflicts(
     """
 
     def say_retrying(state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome else None
+        assert state.outcome is not None  # called after a failed attempt
+        error = state.outcome.exception()
         first_line = str(error).splitlines()[0][:200] if str(error) else ""
         print(
             f"{what}: lost a commit race to a concurrent writer ({type(error).__name__}: "
