@@ -1,20 +1,17 @@
 package io.eventlake.cloudevents;
 
+import java.util.Arrays;
 import java.util.Map;
-import java.util.Objects;
+import java.util.stream.Stream;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
-import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
-import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode;
 import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
-import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -41,68 +38,46 @@ import org.apache.spark.unsafe.types.VariantVal;
  * (its 1 KB of data included) into a row of its own between the Kafka scan and the next
  * stage.
  */
-public final class CloudEventsFromKafka extends Expression implements java.io.Serializable {
+public final class CloudEventsFromKafka extends KafkaRecordExpression {
   private static final long serialVersionUID = 1L;
 
   public static final String NAME = "cloudevents_from_kafka";
-
-  /** The result type; field order is the events table's attribute order. */
-  public static final StructType RESULT_TYPE =
-      new StructType(
-          new StructField[] {
-            field("id", DataTypes.StringType),
-            field("source", DataTypes.StringType),
-            field("specversion", DataTypes.StringType),
-            field("type", DataTypes.StringType),
-            field("datacontenttype", DataTypes.StringType),
-            field("dataschema", DataTypes.StringType),
-            field("subject", DataTypes.StringType),
-            field("time", DataTypes.TimestampType),
-            field("data", DataTypes.BinaryType),
-            field("data_json", DataTypes.VariantType),
-            field("data_is_json", DataTypes.BooleanType),
-            field("data_json_invalid", DataTypes.BooleanType),
-            field("extensions",
-                DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType, true)),
-            field("content_mode", DataTypes.StringType),
-            field("reject_reason", DataTypes.StringType),
-            field("reject_detail", DataTypes.StringType),
-          });
-
-  private static final DataType HEADERS_TYPE =
-      DataTypes.createArrayType(
-          new StructType()
-              .add("key", DataTypes.StringType)
-              .add("value", DataTypes.BinaryType));
 
   /** The string attributes, in result order (time follows them). */
   private static final String[] STRING_ATTRIBUTES = {
     "id", "source", "specversion", "type", "datacontenttype", "dataschema", "subject"
   };
 
+  /** The result type; field order is the events table's attribute order. */
+  public static final StructType RESULT_TYPE =
+      new StructType(
+          Stream.concat(
+                  Arrays.stream(STRING_ATTRIBUTES).map(name -> field(name, DataTypes.StringType)),
+                  Stream.of(
+                      field("time", DataTypes.TimestampType),
+                      field("data", DataTypes.BinaryType),
+                      field("data_json", DataTypes.VariantType),
+                      field("data_is_json", DataTypes.BooleanType),
+                      field("data_json_invalid", DataTypes.BooleanType),
+                      field("extensions", DataTypes.createMapType(
+                          DataTypes.StringType, DataTypes.StringType, true)),
+                      field("content_mode", DataTypes.StringType),
+                      field("reject_reason", DataTypes.StringType),
+                      field("reject_detail", DataTypes.StringType)))
+              .toArray(StructField[]::new));
+
   private final Expression value;
   private final Expression headers;
   private final boolean withDataJson;
   private final boolean withData;
-  private final scala.collection.immutable.Seq<Expression> children;
 
   public CloudEventsFromKafka(
       Expression value, Expression headers, boolean withDataJson, boolean withData) {
+    super(NAME, 2, value, headers, withDataJson, withData);
     this.value = value;
     this.headers = headers;
     this.withDataJson = withDataJson;
     this.withData = withData;
-    this.children =
-        scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.of(value, headers)).toList();
-  }
-
-  private static StructField field(String name, DataType type) {
-    return new StructField(name, type, true, org.apache.spark.sql.types.Metadata.empty());
-  }
-
-  @Override
-  public scala.collection.immutable.Seq<Expression> children() {
-    return children;
   }
 
   @Override
@@ -111,23 +86,8 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
   }
 
   @Override
-  public boolean nullable() {
-    return false;
-  }
-
-  @Override
-  public String prettyName() {
-    return NAME;
-  }
-
-  @Override
   public TypeCheckResult checkInputDataTypes() {
-    boolean valueOk = value.dataType().equals(DataTypes.BinaryType)
-        || value.dataType().equals(DataTypes.NullType);
-    boolean headersOk = headers.dataType() instanceof ArrayType array
-        && DataType.equalsIgnoreCaseAndNullability(array, HEADERS_TYPE)
-        || headers.dataType().equals(DataTypes.NullType);
-    if (valueOk && headersOk) {
+    if (isValueType(value.dataType()) && isHeadersType(headers.dataType())) {
       return TypeCheckResult.TypeCheckSuccess$.MODULE$;
     }
     return new TypeCheckResult.TypeCheckFailure(
@@ -146,15 +106,9 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
    * the result row of {@link #RESULT_TYPE}. Called by {@link #eval} and by generated code.
    */
   public InternalRow decode(byte[] valueBytes, ArrayData headerArray) {
-    int count = headerArray == null ? 0 : headerArray.numElements();
-    String[] keys = new String[count];
-    byte[][] values = new byte[count][];
-    for (int i = 0; i < count; i++) {
-      InternalRow header = headerArray.getStruct(i, 2);
-      keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
-      values[i] = header.isNullAt(1) ? null : header.getBinary(1);
-    }
-    return toRow(KafkaBinding.decode(valueBytes, keys, values, count, withDataJson, withData));
+    Headers read = Headers.of(headerArray);
+    return toRow(KafkaBinding.decode(valueBytes, read.keys(), read.values(), read.count(),
+        withDataJson, withData));
   }
 
   private static InternalRow toRow(KafkaBinding.Decoded decoded) {
@@ -192,30 +146,8 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    String self = ctx.addReferenceObj("cloudEventsFromKafka", this, getClass().getName());
-    ExprCode valueCode = value.genCode(ctx);
-    ExprCode headersCode = headers.genCode(ctx);
-    String code =
-        valueCode.code() + "\n" + headersCode.code() + "\n"
-            + "final " + InternalRow.class.getName() + " " + ev.value() + " = " + self
-            + ".decode(" + argument(value, valueCode, "byte[]") + ", "
-            + argument(headers, headersCode, ArrayData.class.getName()) + ");";
-    return ev.copy(
-        new CodeBlock(seq(java.util.List.of(code)), seq(java.util.List.<JavaCode>of())),
-        FalseLiteral$.MODULE$,
-        ev.value());
-  }
-
-  /** A child's generated value as the decoder's argument (null when it is null). */
-  private static String argument(Expression child, ExprCode code, String javaType) {
-    if (child.dataType().equals(DataTypes.NullType)) {
-      return "(" + javaType + ") null";
-    }
-    return "(" + code.isNull() + " ? null : " + code.value() + ")";
-  }
-
-  private static <T> scala.collection.immutable.Seq<T> seq(java.util.List<T> items) {
-    return scala.jdk.javaapi.CollectionConverters.asScala(items).toList();
+    return callPerRecord(ctx, ev, "cloudEventsFromKafka", "decode",
+        "byte[]", ArrayData.class.getName());
   }
 
   @Override
@@ -223,40 +155,5 @@ public final class CloudEventsFromKafka extends Expression implements java.io.Se
       scala.collection.immutable.IndexedSeq<Expression> newChildren) {
     return new CloudEventsFromKafka(
         newChildren.apply(0), newChildren.apply(1), withDataJson, withData);
-  }
-
-  @Override
-  public int productArity() {
-    return 4;
-  }
-
-  @Override
-  public Object productElement(int n) {
-    return switch (n) {
-      case 0 -> value;
-      case 1 -> headers;
-      case 2 -> withDataJson;
-      case 3 -> withData;
-      default -> throw new IndexOutOfBoundsException(n);
-    };
-  }
-
-  @Override
-  public boolean canEqual(Object other) {
-    return other instanceof CloudEventsFromKafka;
-  }
-
-  @Override
-  public boolean equals(Object other) {
-    return other instanceof CloudEventsFromKafka that
-        && value.equals(that.value)
-        && headers.equals(that.headers)
-        && withDataJson == that.withDataJson
-        && withData == that.withData;
-  }
-
-  @Override
-  public int hashCode() {
-    return Objects.hash(NAME, value, headers, withDataJson, withData);
   }
 }

@@ -8,19 +8,14 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
-import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
-import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.catalyst.util.MapData;
-import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
-import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -43,16 +38,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * CloudEventsFromKafka}: a {@code CodegenFallback} would keep the projection out of
  * whole-stage code generation.
  */
-public final class CloudEventsToKafka extends Expression implements java.io.Serializable {
+public final class CloudEventsToKafka extends KafkaRecordExpression {
   private static final long serialVersionUID = 1L;
 
   public static final String NAME = "cloudevents_to_kafka";
-
-  private static final DataType HEADERS_TYPE =
-      DataTypes.createArrayType(
-          new StructType()
-              .add("key", DataTypes.StringType)
-              .add("value", DataTypes.BinaryType));
 
   /** The result type: what Spark's Kafka sink takes, minus topic and partition. */
   public static final StructType RESULT_TYPE =
@@ -108,8 +97,6 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   /** The session's time zone: the trail writes its timestamps there, as to_json would. */
   private final String zone;
 
-  private final scala.collection.immutable.Seq<Expression> children;
-
   /** Ordinals of {@link #EVENT_FIELDS}, then {@link #PLACE_FIELDS} with a trail. */
   private transient int[] ordinals;
 
@@ -117,24 +104,15 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
 
   public CloudEventsToKafka(Expression event, Expression value, Expression headers, String mode,
       String keyAttribute, Hop hop, String zone) {
+    super(NAME, 3, event, value, headers, Objects.requireNonNull(mode, "mode"), keyAttribute,
+        Objects.requireNonNull(hop, "hop"), Objects.requireNonNull(zone, "zone"));
     this.event = event;
     this.value = value;
     this.headers = headers;
-    this.mode = Objects.requireNonNull(mode, "mode");
+    this.mode = mode;
     this.keyAttribute = keyAttribute;
-    this.hop = Objects.requireNonNull(hop, "hop");
-    this.zone = Objects.requireNonNull(zone, "zone");
-    this.children =
-        scala.jdk.javaapi.CollectionConverters.asScala(List.of(event, value, headers)).toList();
-  }
-
-  private static StructField field(String name, DataType type) {
-    return new StructField(name, type, true, Metadata.empty());
-  }
-
-  @Override
-  public scala.collection.immutable.Seq<Expression> children() {
-    return children;
+    this.hop = hop;
+    this.zone = zone;
   }
 
   @Override
@@ -143,27 +121,12 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
   }
 
   @Override
-  public boolean nullable() {
-    return false;
-  }
-
-  @Override
-  public String prettyName() {
-    return NAME;
-  }
-
-  @Override
   public TypeCheckResult checkInputDataTypes() {
     String problem = eventProblem(event.dataType(), EVENT_FIELDS);
     if (problem == null && hop.hasTrail()) {
       problem = eventProblem(event.dataType(), PLACE_FIELDS);
     }
-    boolean valueOk = value.dataType().equals(DataTypes.BinaryType)
-        || value.dataType().equals(DataTypes.NullType);
-    boolean headersOk = headers.dataType() instanceof ArrayType array
-        && DataType.equalsIgnoreCaseAndNullability(array, HEADERS_TYPE)
-        || headers.dataType().equals(DataTypes.NullType);
-    if (!valueOk || !headersOk) {
+    if (!isValueType(value.dataType()) || !isHeadersType(headers.dataType())) {
       problem = "value (binary) and headers (array<struct<key:string,value:binary>>) as "
           + "read from Kafka; got " + value.dataType().simpleString() + " and "
           + headers.dataType().simpleString();
@@ -227,16 +190,10 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
    * and by generated code; a null event (no decoder result) copies the record.
    */
   public InternalRow encode(InternalRow eventRow, byte[] valueBytes, ArrayData headerArray) {
-    int count = headerArray == null ? 0 : headerArray.numElements();
-    String[] keys = new String[count];
-    byte[][] values = new byte[count][];
-    for (int i = 0; i < count; i++) {
-      InternalRow header = headerArray.getStruct(i, 2);
-      keys[i] = header.isNullAt(0) ? "" : header.getUTF8String(0).toString();
-      values[i] = header.isNullAt(1) ? null : header.getBinary(1);
-    }
-    KafkaEncoder.Encoded encoded = KafkaEncoder.encode(toDecoded(eventRow), valueBytes, keys,
-        values, count, mode, keyAttribute, hop, hop.hasTrail() ? place(eventRow) : null);
+    Headers read = Headers.of(headerArray);
+    KafkaEncoder.Encoded encoded = KafkaEncoder.encode(toDecoded(eventRow), valueBytes,
+        read.keys(), read.values(), read.count(), mode, keyAttribute, hop,
+        hop.hasTrail() ? place(eventRow) : null);
     Object[] headerRows = new Object[encoded.headerKeys.size()];
     for (int i = 0; i < headerRows.length; i++) {
       headerRows[i] = new GenericInternalRow(new Object[] {
@@ -294,32 +251,8 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    String self = ctx.addReferenceObj("cloudEventsToKafka", this, getClass().getName());
-    ExprCode eventCode = event.genCode(ctx);
-    ExprCode valueCode = value.genCode(ctx);
-    ExprCode headersCode = headers.genCode(ctx);
-    String code =
-        eventCode.code() + "\n" + valueCode.code() + "\n" + headersCode.code() + "\n"
-            + "final " + InternalRow.class.getName() + " " + ev.value() + " = " + self
-            + ".encode(" + argument(event, eventCode, InternalRow.class.getName()) + ", "
-            + argument(value, valueCode, "byte[]") + ", "
-            + argument(headers, headersCode, ArrayData.class.getName()) + ");";
-    return ev.copy(
-        new CodeBlock(seq(List.of(code)), seq(List.<JavaCode>of())),
-        FalseLiteral$.MODULE$,
-        ev.value());
-  }
-
-  /** A child's generated value as an argument of {@link #encode} (null when it is null). */
-  private static String argument(Expression child, ExprCode code, String javaType) {
-    if (child.dataType().equals(DataTypes.NullType)) {
-      return "(" + javaType + ") null";
-    }
-    return "(" + code.isNull() + " ? null : " + code.value() + ")";
-  }
-
-  private static <T> scala.collection.immutable.Seq<T> seq(List<T> items) {
-    return scala.jdk.javaapi.CollectionConverters.asScala(items).toList();
+    return callPerRecord(ctx, ev, "cloudEventsToKafka", "encode",
+        InternalRow.class.getName(), "byte[]", ArrayData.class.getName());
   }
 
   @Override
@@ -327,46 +260,5 @@ public final class CloudEventsToKafka extends Expression implements java.io.Seri
       scala.collection.immutable.IndexedSeq<Expression> newChildren) {
     return new CloudEventsToKafka(newChildren.apply(0), newChildren.apply(1),
         newChildren.apply(2), mode, keyAttribute, hop, zone);
-  }
-
-  @Override
-  public int productArity() {
-    return 7;
-  }
-
-  @Override
-  public Object productElement(int n) {
-    return switch (n) {
-      case 0 -> event;
-      case 1 -> value;
-      case 2 -> headers;
-      case 3 -> mode;
-      case 4 -> keyAttribute;
-      case 5 -> hop;
-      case 6 -> zone;
-      default -> throw new IndexOutOfBoundsException(n);
-    };
-  }
-
-  @Override
-  public boolean canEqual(Object other) {
-    return other instanceof CloudEventsToKafka;
-  }
-
-  @Override
-  public boolean equals(Object other) {
-    return other instanceof CloudEventsToKafka that
-        && event.equals(that.event)
-        && value.equals(that.value)
-        && headers.equals(that.headers)
-        && mode.equals(that.mode)
-        && Objects.equals(keyAttribute, that.keyAttribute)
-        && hop.equals(that.hop)
-        && zone.equals(that.zone);
-  }
-
-  @Override
-  public int hashCode() {
-    return Objects.hash(NAME, event, value, headers, mode, keyAttribute, hop, zone);
   }
 }

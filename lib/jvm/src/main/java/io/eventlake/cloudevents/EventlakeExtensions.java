@@ -20,16 +20,36 @@ import scala.runtime.BoxedUnit;
 public final class EventlakeExtensions implements Function1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    register(extensions, CloudEventsFromKafka.class, CloudEventsFromKafka.NAME,
+        "_FUNC_(value, headers[, data_json[, data]]) - Decodes a Kafka record by the "
+            + "CloudEvents Kafka binding into a struct of the event's attributes, data (null "
+            + "when the constant data is false: checked, not kept), data_json (the JSON data "
+            + "as a VARIANT; not built when the constant data_json or data is false), "
+            + "extensions, content_mode, reject_reason and reject_detail.",
+        EventlakeExtensions::decoder);
+    register(extensions, CloudEventsToKafka.class, CloudEventsToKafka.NAME,
+        "_FUNC_(event, value, headers, mode[, key_attribute[, hop]]) - Encodes a decoded "
+            + "event back into a Kafka record by the CloudEvents Kafka binding, in mode "
+            + "'binary', 'structured' or 'keep', with the Key Mapper's key when key_attribute "
+            + "is given and a republish hop's header transforms and routing trail when hop "
+            + "(JSON) is: a struct of value, headers and key.",
+        EventlakeExtensions::encoder);
+    return BoxedUnit.UNIT;
+  }
+
+  /**
+   * Registers one SQL function {@code name}, implemented by {@code type}, documented by
+   * {@code usage} (as {@code DESCRIBE FUNCTION} shows it: group {@code misc_funcs}, since
+   * 0.1.0) and built from its arguments by {@code builder}.
+   */
+  private static void register(SparkSessionExtensions extensions, Class<? extends Expression> type,
+      String name, String usage, Function1<Seq<Expression>, Expression> builder) {
     ExpressionInfo info =
         new ExpressionInfo(
-            CloudEventsFromKafka.class.getName(),
+            type.getName(),
             null,
-            CloudEventsFromKafka.NAME,
-            "_FUNC_(value, headers[, data_json[, data]]) - Decodes a Kafka record by the "
-                + "CloudEvents Kafka binding into a struct of the event's attributes, data (null "
-                + "when the constant data is false: checked, not kept), data_json (the JSON data "
-                + "as a VARIANT; not built when the constant data_json or data is false), "
-                + "extensions, content_mode, reject_reason and reject_detail.",
+            name,
+            usage,
             "",
             "",
             "",
@@ -37,42 +57,19 @@ public final class EventlakeExtensions implements Function1<SparkSessionExtensio
             "0.1.0",
             "",
             "built-in");
-    Function1<Seq<Expression>, Expression> builder =
-        arguments -> {
-          if (arguments.size() < 2 || arguments.size() > 4) {
-            throw new IllegalArgumentException(
-                CloudEventsFromKafka.NAME + " takes 2 to 4 arguments (value, headers"
-                    + "[, data_json[, data]]), got " + arguments.size());
-          }
-          return new CloudEventsFromKafka(arguments.apply(0), arguments.apply(1),
-              arguments.size() < 3 || constantFlag(arguments.apply(2), "data_json"),
-              arguments.size() < 4 || constantFlag(arguments.apply(3), "data"));
-        };
-    extensions.injectFunction(
-        new Tuple3<>(new FunctionIdentifier(CloudEventsFromKafka.NAME), info, builder));
-    extensions.injectFunction(
-        new Tuple3<>(new FunctionIdentifier(CloudEventsToKafka.NAME), encoderInfo(),
-            EventlakeExtensions::encoder));
-    return BoxedUnit.UNIT;
+    extensions.injectFunction(new Tuple3<>(new FunctionIdentifier(name), info, builder));
   }
 
-  private static ExpressionInfo encoderInfo() {
-    return new ExpressionInfo(
-        CloudEventsToKafka.class.getName(),
-        null,
-        CloudEventsToKafka.NAME,
-        "_FUNC_(event, value, headers, mode[, key_attribute[, hop]]) - Encodes a decoded "
-            + "event back into a Kafka record by the CloudEvents Kafka binding, in mode "
-            + "'binary', 'structured' or 'keep', with the Key Mapper's key when key_attribute "
-            + "is given and a republish hop's header transforms and routing trail when hop "
-            + "(JSON) is: a struct of value, headers and key.",
-        "",
-        "",
-        "",
-        "misc_funcs",
-        "0.1.0",
-        "",
-        "built-in");
+  /** {@code cloudevents_from_kafka}'s builder: data_json and data must be constants. */
+  private static Expression decoder(Seq<Expression> arguments) {
+    if (arguments.size() < 2 || arguments.size() > 4) {
+      throw new IllegalArgumentException(
+          CloudEventsFromKafka.NAME + " takes 2 to 4 arguments (value, headers"
+              + "[, data_json[, data]]), got " + arguments.size());
+    }
+    return new CloudEventsFromKafka(arguments.apply(0), arguments.apply(1),
+        arguments.size() < 3 || constantFlag(arguments.apply(2), "data_json"),
+        arguments.size() < 4 || constantFlag(arguments.apply(3), "data"));
   }
 
   /** {@code cloudevents_to_kafka}'s builder: mode and key_attribute must be constants. */

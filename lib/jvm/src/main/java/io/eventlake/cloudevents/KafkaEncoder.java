@@ -77,7 +77,8 @@ public final class KafkaEncoder {
   private KafkaEncoder() {}
 
   /**
-   * Encodes one decoded record for the target {@code mode}.
+   * Encodes one decoded record for the target {@code mode}, then applies a republish
+   * {@code hop} to it.
    *
    * @param event the decoder's result for the record; its attributes' {@code time} is not
    *     used (the original text is read from the record itself)
@@ -87,25 +88,9 @@ public final class KafkaEncoder {
    * @param headerCount how many of the arrays' entries are headers
    * @param mode {@link KafkaBinding#BINARY}, {@link KafkaBinding#STRUCTURED} or {@link #KEEP}
    * @param keyAttribute the attribute the Key Mapper takes the key from; null for none
-   */
-  public static Encoded encode(
-      KafkaBinding.Decoded event,
-      byte[] value,
-      String[] headerKeys,
-      byte[][] headerValues,
-      int headerCount,
-      String mode,
-      String keyAttribute) {
-    return encode(event, value, headerKeys, headerValues, headerCount, mode, keyAttribute,
-        Hop.NONE, null);
-  }
-
-  /**
-   * Encodes one decoded record for the target {@code mode}, then applies a republish
-   * {@code hop} to it.
-   *
    * @param hop header transforms and routing trail; {@link Hop#NONE} for none
-   * @param place where the record was read and when the hop runs; needed for a trail
+   * @param place where the record was read and when the hop runs; needed for a trail (null
+   *     without one)
    */
   public static Encoded encode(
       KafkaBinding.Decoded event,

@@ -69,7 +69,8 @@ class KafkaEncoderTest {
   static Encoded encode(Record record, String mode, String keyAttribute) {
     Decoded event = record.decoded();
     return KafkaEncoder.encode(event, record.value(), record.keys().toArray(new String[0]),
-        record.values().toArray(new byte[0][]), record.keys().size(), mode, keyAttribute);
+        record.values().toArray(new byte[0][]), record.keys().size(), mode, keyAttribute,
+        Hop.NONE, null);
   }
 
   static Record encode(Record record, String mode) {
