@@ -9,7 +9,7 @@
 set -euo pipefail
 : "${EVENTLAKE_SPARK_AUTH_SECRET:?set EVENTLAKE_SPARK_AUTH_SECRET, see .env.example}"
 export SPARK_CONF_DIR="${SPARK_CONF_DIR:-${HOME}/spark-conf}"
-python -m eventlake.spark_auth "$SPARK_CONF_DIR"
+python -m eventlake.spark.auth "$SPARK_CONF_DIR"
 # The daemon reads the file; its executors get the secret from it, not from here.
 unset EVENTLAKE_SPARK_AUTH_SECRET
 exec spark-class "$@"
