@@ -23,10 +23,10 @@ from eventlake.ingest.batch import land_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
 from eventlake.ingest.state_backlog import StateBacklog
 from eventlake.ingest.state_step import (
-    _apply_backlog,
-    _caught_up_ms,
-    _compaction_warnings,
-    _kept_state,
+    apply_backlog,
+    caught_up_clock_ms,
+    compaction_warnings,
+    kept_state,
 )
 from eventlake.kafka.connection import check_connection, connection_lost_error
 from eventlake.kafka.topics import partition_counts, require_topics
@@ -58,7 +58,7 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
     OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`)."""
     topics = list(request.topics)
     events, rejects = (table_dataset(settings.table_path(n)) for n in (EVENTS, REJECTS))
-    kept = _kept_state(settings, request, topics)
+    kept = kept_state(settings, request, topics)
     states = [table_dataset(state_path(settings, t)) for t in kept]
     with job_run(
         spark,
@@ -104,7 +104,7 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
     if request.topic_pattern:
         require_topic_pattern(spark, request.topic_pattern)
     ensure_tables(spark, settings)
-    at_risk = _compaction_warnings(spark, settings, request)
+    at_risk = compaction_warnings(spark, settings, request)
     ledger = Ledger(spark)
     try:
         summary = (
@@ -176,7 +176,7 @@ def _position(
     table is filled from the start of the topic)."""
     events = landed_marks(spark, ledger, settings, topics)
     where = dict(events)
-    for topic in _kept_state(settings, request, topics):
+    for topic in kept_state(settings, request, topics):
         state = ledger.marks(str(state_path(settings, topic)), STATE, [topic])
         for key in [k for k in events if k[0] == topic]:
             where[key] = min(events[key], state.get(key, 0))
@@ -257,12 +257,12 @@ def _stream(
                 print(f"ingest: WARNING {warning}", flush=True)
             summary.warnings.extend(result.warnings)
             summary.data_json_invalid += result.data_json_invalid
-            if _kept_state(settings, request, topics):
-                caught_up = _caught_up_ms(settings, request, planned, run_started_ms)
+            if kept_state(settings, request, topics):
+                caught_up = caught_up_clock_ms(settings, request, planned, run_started_ms)
                 backlog.add(result, planned.ends, caught_up, batch_id)
                 if backlog.due():
                     summary.add_state(
-                        _apply_backlog(spark, settings, request, ledger, backlog, note, batch)
+                        apply_backlog(spark, settings, request, ledger, backlog, note, batch)
                     )
         return result.counts
 
@@ -279,7 +279,7 @@ def _stream(
                 topics = backlog.topics()
                 with ledger.leases(settings.warehouse, topics, job=lease_job, wait_seconds=0):
                     summary.add_state(
-                        _apply_backlog(spark, settings, request, ledger, backlog, note)
+                        apply_backlog(spark, settings, request, ledger, backlog, note)
                     )
         except LeaseTimeoutError as held:
             if not due_only:

@@ -3,7 +3,7 @@ table (``--state``), the compaction clock moved when a read caught up, and the
 compaction warnings of a state topic.
 
 Example:
-    >>> _apply_backlog(spark, settings, request, backlog)
+    >>> apply_backlog(spark, settings, request, backlog)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from eventlake.state.records import StateChange
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 
 
-def _compaction_warnings(
+def compaction_warnings(
     spark: SparkSession, settings: Settings, request: IngestRequest
 ) -> list[tuple[str, str]]:
     """Check, before reading, whether state tables of this run may have missed deletes."""
@@ -46,7 +46,7 @@ def _compaction_warnings(
     return at_risk
 
 
-def _apply_backlog(
+def apply_backlog(
     spark: SparkSession,
     settings: Settings,
     request: IngestRequest,
@@ -61,7 +61,7 @@ def _apply_backlog(
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
     ends = backlog.ends()
-    state_topics = _kept_state(settings, request, backlog.topics())
+    state_topics = kept_state(settings, request, backlog.topics())
     state_marks = {
         k: v
         for t in state_topics
@@ -86,7 +86,7 @@ def _apply_backlog(
     return changes
 
 
-def _caught_up_ms(
+def caught_up_clock_ms(
     settings: Settings, request: IngestRequest, planned: PlannedBatch, run_started_ms: int
 ) -> int | None:
     """When (epoch ms) a batch's end offsets were the head of the log, if they were: the
@@ -105,7 +105,7 @@ def _caught_up_ms(
     return now_ms
 
 
-def _kept_state(settings: Settings, request: IngestRequest, topics: list[str]) -> list[str]:
+def kept_state(settings: Settings, request: IngestRequest, topics: list[str]) -> list[str]:
     """Topics among ``topics`` whose state table this run keeps: all with --state, else
     those listed in settings.state_topics."""
     if request.state:

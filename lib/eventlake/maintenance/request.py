@@ -83,10 +83,10 @@ class MaintenanceRequest:
 
     def __post_init__(self) -> None:
         check_retention(self.retention_hours, self.allow_below_safety)
-        _check_topics(self.topics)
+        check_topics(self.topics)
 
 
-def _check_topics(topics: Sequence[str]) -> None:
+def check_topics(topics: Sequence[str]) -> None:
     for topic in topics:
         try:
             check_topic_name(topic, "topic")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from eventlake.core.settings import Settings
 from eventlake.kafka.connection import check_connection
 from eventlake.kafka.topics import missing_topics
-from eventlake.maintenance.request import _check_topics
+from eventlake.maintenance.request import check_topics
 from eventlake.warehouse.names import (
     is_delta_table,
     state_path,
@@ -70,7 +70,7 @@ def compaction_sweep(
         >>> [r.at_risk for r in compaction_sweep(spark, settings, ["customers"], True)]
         [False]
     """
-    _check_topics(topics)
+    check_topics(topics)
     from eventlake.state.compaction_risk import check_compaction
     from eventlake.state.reconcile import reconcile_state
 

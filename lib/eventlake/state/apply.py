@@ -32,7 +32,7 @@ from eventlake.warehouse.names import state_path
 from eventlake.warehouse.tables import MATERIALIZED_SOURCE_CONFS, merge_source
 
 
-def _merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
+def merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
     from delta.tables import DeltaTable
 
     last = DeltaTable.forPath(spark, path).history(1).collect()[0]

@@ -22,9 +22,9 @@ from eventlake.ledger.commits import Ledger
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.spark.session import session_conf
 from eventlake.state.apply import (
-    _merge_metrics,
     commit_first_rows,
     commit_state_marks,
+    merge_metrics,
 )
 from eventlake.state.records import applicable_records, latest_per_key
 from eventlake.state.retry import merge_retried
@@ -154,7 +154,7 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
                         then="run it again once maintenance of the table (eventlake "
                         "maintain) has finished.",
                     )
-                metrics = _merge_metrics(spark, path)
+                metrics = merge_metrics(spark, path)
                 commit_state_marks(
                     ledger, settings, topic, ends, caught_up_ms=read_at_ms, note="reconcile"
                 )

@@ -205,7 +205,7 @@ def read_checkpoint(folder: Path) -> CheckpointStatus:
     )
 
 
-def _landed_without_checkpoint(
+def landed_without_checkpoint(
     settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...]
 ) -> CheckpointStatus | None:
     """The topics ingest landed (the events table's marks) that no checkpoint reads,

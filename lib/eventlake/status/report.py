@@ -32,8 +32,8 @@ from eventlake.ledger.marks import INGEST, STATE, read_marks
 from eventlake.status.checkpoints import (
     CheckpointStatus,
     PartitionPosition,
-    _landed_without_checkpoint,
     checkpoint_statuses,
+    landed_without_checkpoint,
 )
 from eventlake.status.dq_verdicts import QualityVerdict, last_verdicts
 from eventlake.storage.store import names
@@ -163,7 +163,7 @@ def warehouse_status(
         ['ingest-topics_orders', 'republish-orders-orders.bykey']
     """
     statuses = checkpoint_statuses(settings, topics)
-    unread = _landed_without_checkpoint(settings, statuses, topics)
+    unread = landed_without_checkpoint(settings, statuses, topics)
     statuses += [unread] if unread else []
     report = WarehouseStatus(
         compaction_risks=compaction_risks(settings, topics),
