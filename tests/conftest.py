@@ -28,6 +28,7 @@ from typing import Any, Final
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.core.progress import lines_on_stdout
 from eventlake.local.broker import BrokerError, LocalBroker
 from eventlake.local.settings import LocalSettings, load_local_settings
 from eventlake.spark.session import build_spark_session
@@ -49,6 +50,10 @@ os.environ.setdefault("EVENTLAKE_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1"
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
 # after pytest closed the streams; keep that noise out of CI logs.
 logging.getLogger("py4j").setLevel(logging.WARNING)
+
+# The library's progress lines where the eventlake command shows them (stdout, warnings
+# on stderr): tests that call the library in-process read them as a user would.
+lines_on_stdout()
 
 # Overridable so that two suites can run side by side on one machine.
 TEST_BROKER_PORT: Final = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))

@@ -345,7 +345,7 @@ def test_a_transport_that_fails_warns_once_and_the_job_goes_on(
     with job_run(None, "job") as run:
         done = run.enabled
     assert done
-    warnings = [line for line in capsys.readouterr().out.splitlines() if "lineage:" in line]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "lineage:" in line]
     assert len(warnings) == 1 and warnings[0].startswith("lineage: WARNING could not emit")
 
 

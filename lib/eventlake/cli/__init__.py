@@ -32,6 +32,7 @@ from typer.models import CommandInfo
 from eventlake.cli import cluster, jobs, local, reports
 from eventlake.cli.common import app, leave_without_collecting, prose
 from eventlake.core.errors import REFUSED_EXIT_CODE
+from eventlake.core.progress import lines_on_stdout
 from eventlake.core.settings import InvalidSettingError
 from eventlake.runs.stop_signals import stop_while_starting
 
@@ -107,6 +108,7 @@ def main(arguments: Sequence[str] | None = None) -> None:
         $ EVENTLAKE_SHUFFLE_PARTITIONS=0 eventlake status
         error: EVENTLAKE_SHUFFLE_PARTITIONS: Input should be greater than or equal to 1 ...
     """
+    lines_on_stdout()
     try:
         app(list(sys.argv[1:] if arguments is None else arguments))
     except InvalidSettingError as error:

@@ -10,7 +10,8 @@ Kafka client.
 * ``engine_internals``: every engine internal eventlake relies on (Spark, Delta, Great
   Expectations, the Airflow Spark provider, Airflow's API server), with the versions
   it was checked with and its test;
-* ``text_table``: aligned text output.
+* ``text_table``: aligned text output;
+* ``progress``: the library's progress lines, through logging (the command shows them).
 
 Not here: anything that opens a file, a connection or a Spark session.
 """

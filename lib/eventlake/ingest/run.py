@@ -18,6 +18,7 @@ from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ingest.batch import land_batch
 from eventlake.ingest.request import IngestError, IngestRequest, IngestSummary, kafka_reader_options
@@ -51,6 +52,8 @@ from eventlake.state.reconcile import reconcile_state
 from eventlake.warehouse.delta_log import may_hold_topic
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
+
+_log = progress_log(__name__)
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
@@ -120,7 +123,7 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
     summary.warnings.extend(message for _, message in at_risk)
     if request.auto_reconcile:
         for topic, _ in at_risk:
-            print(reconcile_state(spark, settings, topic).line(), flush=True)
+            _log.info(reconcile_state(spark, settings, topic).line())
             summary.reconciled.append(topic)
     summary.seconds = time.monotonic() - started
     return summary
@@ -160,7 +163,7 @@ def _run_streaming(
             options["startingOffsets"] = starting_offsets_json(
                 where, partitions, requested_starts(request.starting_offsets, partitions)
             )
-            print(f"ingest: starting from the ledger: {options['startingOffsets']}", flush=True)
+            _log.info(f"ingest: starting from the ledger: {options['startingOffsets']}")
         return _stream(spark, settings, request, ledger, claimed, options, run_started_ms)
 
 
@@ -210,7 +213,7 @@ def landed_marks(
             ledger.marks(rejects_path, INGEST, [topic])
             for path in (rejects_path, events_path):
                 ledger.commit(path, ledger.write(path, None), INGEST, adopted, note="adopted")
-        print(f"ingest: {topic}: the tables held it before the ledger: adopted {adopted}")
+        _log.info(f"ingest: {topic}: the tables held it before the ledger: adopted {adopted}")
         marks.update(adopted)
     return marks
 
@@ -254,7 +257,7 @@ def _stream(
                 dedup_horizon=_dedup_horizon(settings, request),
             )
             for warning in result.warnings:
-                print(f"ingest: WARNING {warning}", flush=True)
+                _log.warning(f"ingest: WARNING {warning}")
             summary.warnings.extend(result.warnings)
             summary.data_json_invalid += result.data_json_invalid
             if kept_state(settings, request, topics):
@@ -283,11 +286,10 @@ def _stream(
                     )
         except LeaseTimeoutError as held:
             if not due_only:
-                print(
+                _log.info(
                     f"ingest: {', '.join(topics)} held by {held.holder}: the state step of the "
                     f"{len(backlog.batches)} batches landed since the last one is left to the "
-                    "next run of this stream, which starts from the state marks",
-                    flush=True,
+                    "next run of this stream, which starts from the state marks"
                 )
         finally:
             backlog.lock.release()
@@ -348,10 +350,9 @@ def _land_range(
             partitions,
         )
         if nothing_to_read(starts, ends):
-            print(
+            _log.info(
                 f"ingest: nothing to land: the tables hold {request.source_description} "
-                "up to the ending offsets",
-                flush=True,
+                "up to the ending offsets"
             )
             return
         # --dedup holds each batch's records on local disk: a long range lands in pieces.
@@ -379,7 +380,7 @@ def _land_range(
             summary.add_batch(result.counts)
             summary.data_json_invalid += result.data_json_invalid
             for warning in result.warnings:
-                print(f"ingest: WARNING {warning}", flush=True)
+                _log.warning(f"ingest: WARNING {warning}")
                 summary.warnings.append(warning)
             if len(pieces) > 1:
-                print(f"ingest: bounded run, piece {number} of {len(pieces)} done", flush=True)
+                _log.info(f"ingest: bounded run, piece {number} of {len(pieces)} done")

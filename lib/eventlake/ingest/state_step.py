@@ -12,6 +12,7 @@ import time
 
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ingest.request import IngestRequest
 from eventlake.ingest.state_backlog import StateBacklog, read_back
@@ -24,6 +25,8 @@ from eventlake.state.apply import StateMarks, apply_state
 from eventlake.state.compaction_risk import check_compaction
 from eventlake.state.records import StateChange
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
+
+_log = progress_log(__name__)
 
 
 def compaction_warnings(
@@ -41,7 +44,7 @@ def compaction_warnings(
     for topic in topics:
         report = check_compaction(spark, settings, topic)
         if report.at_risk:
-            print(report.message, flush=True)
+            _log.info(report.message)
             at_risk.append((topic, report.message))
     return at_risk
 

@@ -20,8 +20,10 @@ from eventlake.core.settings import Settings
 #: Where librdkafka's own log lines go: Python's logging, served when a client polls
 #: (an admin client never does), not raw ``%3|...|FAIL|...`` lines on the terminal of a
 #: command that already says in a sentence what went wrong (``eventlake status`` with
-#: the broker down printed one per reconnect).
-CLIENT_LOG: Final = logging.getLogger("eventlake.kafka.client")
+#: the broker down printed one per reconnect). Outside the ``eventlake`` logger on
+#: purpose: the commands show eventlake's progress lines (:mod:`eventlake.core.progress`),
+#: not librdkafka's.
+CLIENT_LOG: Final = logging.getLogger("librdkafka")
 
 
 def client_options(settings: Settings, **options: Any) -> dict[str, Any]:

@@ -7,7 +7,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -21,8 +20,11 @@ from tenacity import (
 )
 
 from eventlake.core.errors import TryAgainLater
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.kafka.clients import client_options
+
+_log = progress_log(__name__)
 
 
 class KafkaConnectionError(TryAgainLater, RuntimeError):
@@ -73,11 +75,9 @@ def check_connection(settings: Settings, timeout: float = 15.0) -> None:
         nonlocal said_waiting
         if not said_waiting and (state.seconds_since_start or 0.0) > WAITING_SAID_AFTER_SECONDS:
             # A broker that restarts answers again within seconds: worth the wait, said once.
-            print(
+            _log.warning(
                 f"Kafka at {settings.bootstrap_servers} does not answer yet; waiting up to "
-                f"{timeout:.0f} s",
-                file=sys.stderr,
-                flush=True,
+                f"{timeout:.0f} s"
             )
             said_waiting = True
 

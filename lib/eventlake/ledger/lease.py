@@ -8,17 +8,21 @@ Example:
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Final
 
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from eventlake.core.errors import TryAgainLater
+from eventlake.core.progress import progress_log
 from eventlake.ledger.checkpoint import holder_record
 from eventlake.storage.leases import LeaseHeld, lease_at
 from eventlake.storage.store import names
+
+_log = progress_log(__name__)
 
 #: Folder of the topic leases under the warehouse.
 LEASE_FOLDER: Final = "_ledger"
@@ -90,31 +94,44 @@ def _topic_lease(
     warehouse: Path, topic: str, job: str, token: str, wait_seconds: float
 ) -> Iterator[bool]:
     lease = lease_at(lease_path(warehouse, topic))
-    deadline = time.monotonic() + wait_seconds
     told = False
-    while True:
-        try:
-            # The lease keeps the last holder's record after it lets go: who held it before.
-            previous = lease.try_acquire(holder_record(job, token=token))
-            break
-        except LeaseHeld as held:
-            holder = held.holder
-            who = (
-                f"{holder.get('job', 'another process')} (pid {holder.get('pid', '?')} on "
-                f"{holder.get('host', '?')}, since {holder.get('since', '?')})"
+
+    def say_waiting(state: RetryCallState) -> None:
+        nonlocal told
+        if not told and state.outcome is not None:
+            _log.info(
+                f"{job}: waiting for topic {topic!r}, held by {_who(state.outcome.exception())}"
             )
-            if time.monotonic() >= deadline:
-                raise LeaseTimeoutError(
-                    f"Topic {topic!r} is being landed by {who} for longer than "
-                    f"{wait_seconds:.0f} s. Wait for it to finish, or stop it (SIGTERM "
-                    "stops it gracefully), then run this again.",
-                    holder=who,
-                ) from None
-            if not told:
-                print(f"{job}: waiting for topic {topic!r}, held by {who}", flush=True)
-                told = True
-            time.sleep(0.1)
+            told = True
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(LeaseHeld),
+        stop=stop_after_delay(wait_seconds),
+        wait=wait_fixed(0.1),
+        before_sleep=say_waiting,
+        reraise=True,
+    )
+    try:
+        # The lease keeps the last holder's record after it lets go: who held it before.
+        previous = retrying(lease.try_acquire, holder_record(job, token=token))
+    except LeaseHeld as held:
+        who = _who(held)
+        raise LeaseTimeoutError(
+            f"Topic {topic!r} is being landed by {who} for longer than "
+            f"{wait_seconds:.0f} s. Wait for it to finish, or stop it (SIGTERM "
+            "stops it gracefully), then run this again.",
+            holder=who,
+        ) from None
     try:
         yield previous.get("token") != token
     finally:
         lease.release()
+
+
+def _who(held: BaseException | None) -> str:
+    """The holder of a lease, in words: ``ingest (pid 12 on host-a, since ...)``."""
+    holder = held.holder if isinstance(held, LeaseHeld) else {}
+    return (
+        f"{holder.get('job', 'another process')} (pid {holder.get('pid', '?')} on "
+        f"{holder.get('host', '?')}, since {holder.get('since', '?')})"
+    )

@@ -13,7 +13,10 @@ from typing import Any, Final
 
 from airflow.sdk import XComArg, task
 
+from eventlake.core.progress import progress_log
 from eventlake.orchestration.submit import dry_run_report
+
+_log = progress_log(__name__)
 
 #: The task id of the short-circuit task, the same in every DAG.
 TASK_ID: Final = "submit_unless_dry_run"
@@ -32,7 +35,7 @@ def log_commands(
     """
     prefix = "dry run, would run: " if dry_run else "will run: "
     for line in dry_run_report(application, plan):
-        print(prefix + line)
+        _log.info(prefix + line)
     return not dry_run
 
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 from airflow.sdk import Param
 
 from eventlake.core.driver_work import DriverWork, ingest_driver_work
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.core.topic_names import topic_name_schema
 from eventlake.orchestration.errors import OrchestrationError
@@ -31,6 +32,8 @@ from eventlake.orchestration.topics import (
     topic_offsets,
 )
 from eventlake.status.checkpoints import streams_reading
+
+_log = progress_log(__name__)
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -256,7 +259,7 @@ def stream_owner_notice(settings: Settings, topic: str, task: str = "ingest") ->
         "Stop the stream (SIGTERM) to schedule this topic again; `eventlake status` shows "
         "what has landed."
     )
-    print(notice, flush=True)
+    _log.info(notice)
     return notice
 
 

@@ -39,6 +39,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame, Observation, SparkSession
 
 from eventlake.binding.reason_counts import reason_counts, rejects_lost
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.kafka.clients import make_admin
 from eventlake.kafka.connection import check_connection, connection_lost_error
@@ -71,6 +72,8 @@ from eventlake.warehouse.conflicts import retry_conflicts
 from eventlake.warehouse.names import REJECTS
 from eventlake.warehouse.schemas import REJECTS_SCHEMA
 from eventlake.warehouse.tables import ensure_table
+
+_log = progress_log(__name__)
 
 
 @dataclass
@@ -127,10 +130,9 @@ def prepare_target(settings: Settings, request: RepublishRequest) -> tuple[bool,
     if not created and request.target in topics:
         existing = len(topics[request.target].partitions)
         if request.partitions is not None and existing != request.partitions:
-            print(
+            _log.info(
                 f"republish: target {request.target} exists with {existing} partitions; "
-                f"--partitions {request.partitions} only applies to a new topic",
-                flush=True,
+                f"--partitions {request.partitions} only applies to a new topic"
             )
     resource = ConfigResource(ResourceType.TOPIC, request.target)
     entries = admin.describe_configs([resource])[resource].result(timeout=30)
@@ -251,7 +253,7 @@ class _Run:
         store(planned_rejects(self._plan(records, seen_again), self.request.target))
         warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
         if warning:
-            print(f"republish: WARNING {where}{warning}", flush=True)
+            _log.warning(f"republish: WARNING {where}{warning}")
 
     def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
         """The plan of ``records``, counted by reason into ``seen`` by the first action."""
@@ -381,10 +383,9 @@ def _send_range(
             partitions,
         )
         if nothing_to_read(starts, ends):
-            print(
+            _log.info(
                 f"republish: nothing to send: {request.target} has {request.source} up to "
-                "the ending offsets",
-                flush=True,
+                "the ending offsets"
             )
             return
         records = read_range(spark, kafka_reader_options(run.settings, request), starts, ends)

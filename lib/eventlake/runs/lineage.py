@@ -35,6 +35,9 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from eventlake import __version__
+from eventlake.core.progress import progress_log
+
+_log = progress_log(__name__)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -299,7 +302,7 @@ def job_run(
 def _warn(what: str, error: BaseException) -> None:
     # One line, no traceback: lineage is never a reason to look at a job's log twice.
     message = " ".join(str(error).split())[:300]
-    print(f"lineage: WARNING {what}: {type(error).__name__}: {message}", flush=True)
+    _log.warning(f"lineage: WARNING {what}: {type(error).__name__}: {message}")
 
 
 class _Emitter:

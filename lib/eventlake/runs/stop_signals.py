@@ -27,6 +27,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Final
 
+from eventlake.core.progress import progress_log
+
+_log = progress_log(__name__)
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -59,9 +63,9 @@ def stop_while_starting(job: str) -> None:
     def stop(signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if _WORK_BEGAN.is_set():
-            print(f"{job}: stopped by {name}; what it committed stays", flush=True)
+            _log.info(f"{job}: stopped by {name}; what it committed stays")
         else:
-            print(f"{job}: stopped by {name} while starting; nothing was done", flush=True)
+            _log.info(f"{job}: stopped by {name} while starting; nothing was done")
         # At once: the main thread may be inside a py4j call, and the JVM this process
         # started ends with it (its standard input closes).
         os._exit(0)
@@ -91,14 +95,11 @@ class StopSignals:
         if self.signal_name is not None:
             if time.monotonic() - self._first_at < SAME_STOP_SECONDS:
                 return  # the same stop, delivered twice (timeout(1))
-            print(f"{self.job}: second signal ({name}): stopping at once", flush=True)
+            _log.info(f"{self.job}: second signal ({name}): stopping at once")
             os._exit(128 + signum)
         self.signal_name = name
         self._first_at = time.monotonic()
-        print(
-            f"{self.job}: {name} received: {self.stopping} (a second signal stops at once)",
-            flush=True,
-        )
+        _log.info(f"{self.job}: {name} received: {self.stopping} (a second signal stops at once)")
         if self.on_stop is not None:
             threading.Thread(
                 target=self.on_stop, args=(self,), name=f"{self.job}-stop", daemon=True
@@ -198,4 +199,4 @@ def run_bounded(
         work(signals)
     if signals.signal_name is not None:
         summary.stopped_by = signals.signal_name
-        print(f"{job}: stopped by {signals.signal_name}; the next run {next_run}", flush=True)
+        _log.info(f"{job}: stopped by {signals.signal_name}; the next run {next_run}")

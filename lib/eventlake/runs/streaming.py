@@ -33,6 +33,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
+from eventlake.core.progress import progress_log
 from eventlake.ledger.checkpoint import (
     SPARK_FOLDER,
     check_checkpoint_name,
@@ -45,6 +46,8 @@ from eventlake.runs.stop_signals import StopSignals
 from eventlake.runs.summary import RunSummary
 from eventlake.runs.triggers import AVAILABLE_NOW, PROCESSING_TIME_PREFIX
 from eventlake.storage.store import any_name, remove_tree
+
+_log = progress_log(__name__)
 
 #: How often the runner looks at the query (stop requests, progress lines).
 POLL_SECONDS: Final = 1
@@ -131,11 +134,10 @@ class ClaimedCheckpoint:
         why = "a table restored" + (
             ", or --state on for records landed without it" if self.job == "ingest" else ""
         )
-        print(
+        _log.info(
             f"{self.job}: checkpoint {self.folder.name} is ahead of what the tables hold "
             f"({shown}: {why}); restarting it from the ledger: the tables get what they "
-            "lack, nothing twice",
-            flush=True,
+            "lack, nothing twice"
         )
         remove_tree(self.spark_folder)
         return True
@@ -169,7 +171,7 @@ class ClaimedCheckpoint:
             summary.add_batch(counts)
             records.clear()  # only the last batch's count is asked for
             records[batch_id] = sum(counts.values())
-            print(f"{self.job}: batch {batch_id} done, {records[batch_id]} records", flush=True)
+            _log.info(f"{self.job}: batch {batch_id} done, {records[batch_id]} records")
 
         spec = StreamSpec(self.job, options, self.folder, self.trigger, progress_seconds)
         outcome = run_stream(
@@ -316,7 +318,7 @@ def run_stream(
                     next_progress = time.monotonic() + spec.progress_seconds
                     last = query.lastProgress
                     line = _progress_line(spec.job, last, progress, records, shown=shown)
-                    print(line, flush=True)
+                    _log.info(line)
                     shown = None if last is None else last.batchId
         except StreamingQueryException:
             if stopper.abandoned_batch is None:
@@ -338,7 +340,7 @@ def run_stream(
             if stopper.abandoned_batch is not None
             else ""
         )
-        print(f"{spec.job}: stopped by {stopper.signal_name}{abandoned}", flush=True)
+        _log.info(f"{spec.job}: stopped by {stopper.signal_name}{abandoned}")
     return StreamOutcome(stopper.signal_name, stopper.abandoned_batch)
 
 

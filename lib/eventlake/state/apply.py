@@ -19,6 +19,7 @@ from eventlake.binding.decode import (
     EVENT_COLUMNS,
 )
 from eventlake.binding.reason_counts import observed_values
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import FilesChangedError, Ledger
 from eventlake.ledger.marks import STATE, Marks, caught_up_key
@@ -30,6 +31,8 @@ from eventlake.state.table import ensure_state_table
 from eventlake.warehouse.delta_log import empty_at
 from eventlake.warehouse.names import state_path
 from eventlake.warehouse.tables import MATERIALIZED_SOURCE_CONFS, merge_source
+
+_log = progress_log(__name__)
 
 
 def merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
@@ -233,10 +236,9 @@ def _rewrite_with_marks(
     except FilesChangedError as changed:
         # One line, as a MERGE's retry prints: another writer (OPTIMIZE) committed first.
         first_line = str(changed).splitlines()[0][:200]
-        print(
+        _log.info(
             f"state {topic}: the table's files changed under the batch's rewrite "
-            f"({first_line}); merging instead",
-            flush=True,
+            f"({first_line}); merging instead"
         )
         return None
     return rewritten.upserted, rewritten.deleted

@@ -18,6 +18,10 @@ from tenacity import (
     wait_incrementing,
 )
 
+from eventlake.core.progress import progress_log
+
+_log = progress_log(__name__)
+
 T = TypeVar("T")
 
 
@@ -53,10 +57,9 @@ def retry_conflicts(
         assert state.outcome is not None  # called after a failed attempt
         error = state.outcome.exception()
         first_line = str(error).splitlines()[0][:200] if str(error) else ""
-        print(
+        _log.info(
             f"{what}: lost a commit race to a concurrent writer ({type(error).__name__}: "
-            f"{first_line}); retrying, attempt {state.attempt_number + 1} of {attempts}",
-            flush=True,
+            f"{first_line}); retrying, attempt {state.attempt_number + 1} of {attempts}"
         )
 
     retrying = Retrying(
