@@ -13,7 +13,6 @@ import inspect
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -58,8 +57,9 @@ BootstrapOption = Annotated[
     str | None,
     typer.Option(help="Kafka bootstrap servers (default: EVENTLAKE_BOOTSTRAP_SERVERS)."),
 ]
+#: A string, not a Path: a path would fold a URI's ``//`` (``s3a://b`` -> ``s3a:/b``).
 WarehouseOption = Annotated[
-    Path | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
+    str | None, typer.Option(help="Warehouse folder (default: EVENTLAKE_WAREHOUSE).")
 ]
 #: ``--trigger`` of the streaming jobs (ingest, republish), declared once so that their
 #: help cannot drift apart; each command gives the default ("available-now").
@@ -136,12 +136,12 @@ def leave_without_collecting() -> None:
     gc.freeze()
 
 
-def job_settings(bootstrap_servers: str | None = None, warehouse: Path | None = None) -> Settings:
+def job_settings(bootstrap_servers: str | None = None, warehouse: str | None = None) -> Settings:
     """The settings with a command's ``--bootstrap-servers`` and ``--warehouse`` applied.
 
     Example:
-        >>> job_settings(warehouse=Path("/tmp/lake")).warehouse
-        PosixPath('/tmp/lake')
+        >>> job_settings(warehouse="/tmp/lake").warehouse
+        Location('/tmp/lake')
     """
     return load_settings(bootstrap_servers=bootstrap_servers, warehouse=warehouse)
 

@@ -25,16 +25,35 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SecretStr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from eventlake.core.errors import Refused
+from eventlake.core.locations import Location
 from eventlake.core.topic_names import check_topic_name
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 #: The prefix of every setting's environment variable.
 ENV_PREFIX = "EVENTLAKE_"
+
+#: A setting that is a place: a local folder or an object-store URI (s3a://bucket/prefix).
+WarehouseLocation = Annotated[
+    Location,
+    BeforeValidator(Location.of),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]
 
 
 #: How a Kafka DAG is scheduled: its cron, the arrival of records on its topics, or both.
@@ -80,8 +99,8 @@ class Settings(BaseSettings):
     bootstrap_servers: str = Field(
         default="127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
     )
-    warehouse: Path = Field(
-        default=PROJECT_ROOT / "var" / "warehouse",
+    warehouse: WarehouseLocation = Field(
+        default=Location.of(PROJECT_ROOT / "var" / "warehouse"),
         description="Root folder of the Delta tables and streaming checkpoints.",
     )
     spark_master: str = Field(default="local[*]", description="Spark master URL.")
@@ -305,17 +324,17 @@ class Settings(BaseSettings):
 
     @field_validator("warehouse")
     @classmethod
-    def _absolute_warehouse(cls, warehouse: Path) -> Path:
+    def _absolute_warehouse(cls, warehouse: Location) -> Location:
         # Executors on a cluster run in their worker's work dir: a relative path would
         # name another folder there than in the driver.
         return warehouse.absolute()
 
     @property
-    def checkpoints(self) -> Path:
+    def checkpoints(self) -> Location:
         """Folder under the warehouse that holds streaming checkpoints."""
         return self.warehouse / "_checkpoints"
 
-    def table_path(self, name: str) -> Path:
+    def table_path(self, name: str) -> Location:
         """Location of a warehouse table, e.g. ``table_path("events")``."""
         return self.warehouse / name
 

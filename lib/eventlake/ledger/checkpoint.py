@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Final
 
 from eventlake.core.errors import Refused, TryAgainLater
+from eventlake.core.locations import Location
 from eventlake.storage.leases import LeaseHeld, lease_at
 from eventlake.storage.store import any_name, make_folder, read_text, write_text
 
@@ -83,7 +83,7 @@ class CheckpointIdentity:
     app_id: str
 
 
-def claim_checkpoint(path: Path, *, source: str, targets: list[str]) -> CheckpointIdentity:
+def claim_checkpoint(path: Location, *, source: str, targets: list[str]) -> CheckpointIdentity:
     """Return the checkpoint's identity, creating it on first use; refuse a mismatch."""
     identity_file = path / IDENTITY_FILE
     text = read_text(identity_file)
@@ -133,12 +133,12 @@ def holder_record(job: str, **extra: object) -> dict[str, object]:
     }
 
 
-def lock_path(checkpoint: Path) -> Path:
+def lock_path(checkpoint: Location) -> Location:
     """The lock file of a checkpoint folder."""
     return checkpoint.with_name(checkpoint.name + LOCK_SUFFIX)
 
 
-def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
+def checkpoint_holder(checkpoint: Location) -> dict[str, object] | None:
     """Who holds the checkpoint now (pid, host, job, since), or None when nobody does.
 
     Example:
@@ -149,7 +149,9 @@ def checkpoint_holder(checkpoint: Path) -> dict[str, object] | None:
 
 
 @contextmanager
-def hold_checkpoint(checkpoint: Path, *, job: str, trigger: str | None = None) -> Iterator[None]:
+def hold_checkpoint(
+    checkpoint: Location, *, job: str, trigger: str | None = None
+) -> Iterator[None]:
     """Hold the checkpoint for this process while the block runs; refuse when another
     process holds it. Its lease is dropped when its holder dies, so a killed stream
     leaves nothing to clean up. The holder's job, trigger, pid, host and start time are

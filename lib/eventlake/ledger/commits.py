@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -21,6 +20,7 @@ from pyspark.sql import functions as F
 
 from eventlake.core.engine_internals import CHECKED_VERSIONS
 from eventlake.core.errors import EventlakeError, Refused, TryAgainLater
+from eventlake.core.locations import Location
 from eventlake.ledger.lease import LEASE_WAIT_SECONDS, topic_leases
 from eventlake.ledger.marks import Marks, commit_note, ledger_key, read_marks
 from eventlake.warehouse.conflicts import retry_conflicts
@@ -153,7 +153,7 @@ class Ledger:
     @contextmanager
     def leases(
         self,
-        warehouse: Path,
+        warehouse: Location,
         topics: Iterable[str],
         *,
         job: str,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Final
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from eventlake.core.errors import TryAgainLater
+from eventlake.core.locations import Location
 from eventlake.core.progress import progress_log
 from eventlake.ledger.checkpoint import holder_record
 from eventlake.storage.leases import LeaseHeld, lease_at
@@ -45,12 +45,12 @@ class LeaseTimeoutError(TryAgainLater, RuntimeError):
         self.holder = holder
 
 
-def lease_path(warehouse: Path, topic: str) -> Path:
+def lease_path(warehouse: Location, topic: str) -> Location:
     """The lock file of a topic's lease."""
     return warehouse / LEASE_FOLDER / f"{topic}{LEASE_SUFFIX}"
 
 
-def leased_topics(warehouse: Path) -> list[str]:
+def leased_topics(warehouse: Location) -> list[str]:
     """The topics a job has landed (or tried to) in this warehouse: those with a lease
     file, which every landing takes and none deletes.
 
@@ -64,7 +64,7 @@ def leased_topics(warehouse: Path) -> list[str]:
 
 @contextmanager
 def topic_leases(
-    warehouse: Path,
+    warehouse: Location,
     topics: Iterable[str],
     *,
     job: str,
@@ -91,7 +91,7 @@ def topic_leases(
 
 @contextmanager
 def _topic_lease(
-    warehouse: Path, topic: str, job: str, token: str, wait_seconds: float
+    warehouse: Location, topic: str, job: str, token: str, wait_seconds: float
 ) -> Iterator[bool]:
     lease = lease_at(lease_path(warehouse, topic))
     told = False

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Final
 
+from eventlake.core.locations import LocationLike
 from eventlake.warehouse.delta_log import delta_rs_table
 
 #: Prefix of every ledger key (a Delta txn app id).
@@ -54,7 +54,7 @@ def caught_up_key(topic: str) -> str:
     return f"{KEY_PREFIX}/{CAUGHT_UP}/{topic}"
 
 
-def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, Marks]:
+def read_marks(path: LocationLike, job: str, topics: Iterable[str]) -> tuple[int, Marks]:
     """The table's version and the marks of ``job`` for ``topics``, read with delta-rs
     (no Spark). Partitions are numbered from 0 and every landing writes all it read, so
     the first partition without a mark ends a topic. (-1, {}) for a table not there yet.
@@ -75,7 +75,7 @@ def read_marks(path: str | Path, job: str, topics: Iterable[str]) -> tuple[int, 
     return int(table.version()), marks
 
 
-def landed_version(path: str | Path) -> int | None:
+def landed_version(path: LocationLike) -> int | None:
     """The table's current version (delta-rs, no Spark); None when it has no commit yet.
 
     Example:
@@ -86,7 +86,7 @@ def landed_version(path: str | Path) -> int | None:
     return None if table is None else int(table.version())
 
 
-def read_caught_up(path: str | Path, topic: str) -> int | None:
+def read_caught_up(path: LocationLike, topic: str) -> int | None:
     """When (epoch ms) the state table at ``path`` last had read everything written to
     ``topic`` before that time; None when never (or no table).
 

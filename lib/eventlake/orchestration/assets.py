@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Final
 
 from airflow.sdk import Asset
@@ -21,7 +20,7 @@ REJECTS_ASSET_NAME: Final = "eventlake.rejects"
 
 
 def _table_asset(settings: Settings, table: str, name: str) -> Asset:
-    uri = Path(settings.table_path(table)).resolve().as_uri()
+    uri = settings.table_path(table).as_uri()
     return Asset(name=name, uri=uri)
 
 
@@ -52,7 +51,7 @@ def state_asset(settings: Settings, topic: str) -> Asset:
         >>> state_asset(load_settings(warehouse="/warehouse"), "customers").uri
         'file:///warehouse/state/customers'
     """
-    uri = state_path(settings, topic).resolve().as_uri()
+    uri = state_path(settings, topic).as_uri()
     return Asset(name=f"eventlake.state.{topic}", uri=uri)
 
 

@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.locations import Location
 from eventlake.ledger.marks import landed_version
 from eventlake.quality.request import QualityError
 from eventlake.spark.rows import local_rows
@@ -80,7 +81,7 @@ def new_data_files(commits: Iterable[Sequence[Mapping[str, Any]]]) -> list[str]:
     return list(files)
 
 
-def table_as_of(spark: SparkSession, table: Path, version: int) -> DataFrame:
+def table_as_of(spark: SparkSession, table: Location, version: int) -> DataFrame:
     """The whole Delta table at ``table`` as of ``version``: its data files read as
     Parquet when they hold its rows (:func:`eventlake.warehouse.tables.rows_as_of`: no Spark jobs
     for Delta's state; the schema from the log, with delta-rs), else through Delta.
@@ -94,13 +95,13 @@ def table_as_of(spark: SparkSession, table: Path, version: int) -> DataFrame:
     return rows if rows is not None else _through_delta(spark, table, version)
 
 
-def _through_delta(spark: SparkSession, table: Path, version: int) -> DataFrame:
+def _through_delta(spark: SparkSession, table: Location, version: int) -> DataFrame:
     """The table as of ``version`` through Delta's own scan (a Delta command: the
     fallbacks only)."""
     return spark.read.format("delta").option("versionAsOf", version).load(str(table))
 
 
-def read_slice(spark: SparkSession, table: Path, after: int | None) -> TableSlice:
+def read_slice(spark: SparkSession, table: Location, after: int | None) -> TableSlice:
     """The rows a Delta table gained after version ``after`` (None: the whole table).
 
     Why versions and not ``ingested_at``: ingest jobs for different topics commit

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from eventlake import __version__
+from eventlake.core.locations import LocationLike
 from eventlake.core.progress import progress_log
 
 _log = progress_log(__name__)
@@ -142,7 +143,7 @@ def kafka_dataset(bootstrap_servers: str, topic: str) -> Dataset:
     return Dataset(kafka_namespace(bootstrap_servers), topic)
 
 
-def table_dataset(location: str | Path) -> Dataset:
+def table_dataset(location: LocationLike) -> Dataset:
     """The dataset of the Delta table at ``location``: a local path is ``file`` and its
     absolute path; a URI is ``<scheme>://<authority>`` and its path (for object stores,
     the key without its leading slash, as OpenLineage names S3 and GCS objects).

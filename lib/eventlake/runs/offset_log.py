@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from eventlake.core.errors import EventlakeError
+from eventlake.core.locations import Location
 from eventlake.ledger.marks import Marks
 from eventlake.storage.store import names, read_text
 
@@ -39,7 +39,7 @@ class PlannedBatch:
     planned_at_ms: int
 
 
-def planned_batch(spark_folder: Path, batch_id: int) -> PlannedBatch:
+def planned_batch(spark_folder: Location, batch_id: int) -> PlannedBatch:
     """The end offsets and planning time of batch ``batch_id`` of the stream whose Spark
     checkpoint is ``spark_folder``.
 
@@ -69,7 +69,7 @@ def planned_batch(spark_folder: Path, batch_id: int) -> PlannedBatch:
     return PlannedBatch(ends, int(metadata.get("batchTimestampMs", 0)))
 
 
-def last_committed_batch(spark_folder: Path) -> int | None:
+def last_committed_batch(spark_folder: Location) -> int | None:
     """The id of the stream's last batch Spark marked as done (None: none yet).
 
     Example:

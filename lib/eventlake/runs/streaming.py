@@ -26,13 +26,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, Protocol
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
+from eventlake.core.locations import Location
 from eventlake.core.progress import progress_log
 from eventlake.ledger.checkpoint import (
     SPARK_FOLDER,
@@ -65,7 +65,7 @@ class CheckpointedRun(Protocol):
     def default_checkpoint_name(self) -> str: ...
 
 
-def checkpoint_folder(checkpoints: Path, run: CheckpointedRun) -> Path:
+def checkpoint_folder(checkpoints: Location, run: CheckpointedRun) -> Location:
     """The run's checkpoint: ``--checkpoint-name``, else the job's default for its source.
 
     Example:
@@ -76,7 +76,7 @@ def checkpoint_folder(checkpoints: Path, run: CheckpointedRun) -> Path:
 
 
 @contextmanager
-def holding_checkpoint(checkpoints: Path, job: str, run: CheckpointedRun) -> Iterator[Path]:
+def holding_checkpoint(checkpoints: Location, job: str, run: CheckpointedRun) -> Iterator[Location]:
     """Hold the run's checkpoint folder (one stream per checkpoint) while the block runs.
 
     Example:
@@ -94,13 +94,13 @@ class ClaimedCheckpoint:
     trigger of the run that holds it. Where the stream stands is the ledger's
     (:mod:`eventlake.ledger.marks`); the checkpoint only caches it."""
 
-    folder: Path
+    folder: Location
     app_id: str
     job: str
     trigger: str
 
     @property
-    def spark_folder(self) -> Path:
+    def spark_folder(self) -> Location:
         """Spark's own checkpoint data (offsets and commits of its batches)."""
         return self.folder / SPARK_FOLDER
 
@@ -182,7 +182,7 @@ class ClaimedCheckpoint:
 
 @contextmanager
 def claimed_checkpoint(
-    checkpoints: Path,
+    checkpoints: Location,
     job: str,
     run: CheckpointedRun,
     *,
@@ -212,7 +212,7 @@ class StreamSpec:
 
     job: str
     options: dict[str, str]
-    checkpoint: Path
+    checkpoint: Location
     trigger: str = AVAILABLE_NOW
     progress_seconds: float = 0.0
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import Any, Final
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.ledger.checkpoint import IDENTITY_FILE, SPARK_FOLDER, checkpoint_holder
 from eventlake.ledger.lease import leased_topics
 from eventlake.ledger.marks import INGEST, read_marks
 from eventlake.runs.offset_log import OffsetLogError, last_committed_batch, planned_batch
 from eventlake.runs.triggers import PROCESSING_TIME_PREFIX
-from eventlake.storage.store import names, read_text
+from eventlake.storage.store import modified_at, names, read_text
 from eventlake.warehouse.names import (
     EVENTS,
 )
@@ -146,7 +146,7 @@ def checkpoint_statuses(settings: Settings, topics: tuple[str, ...] = ()) -> lis
     return [s for s in statuses if not topics or any(s.reads(topic) for topic in topics)]
 
 
-def read_checkpoint(folder: Path) -> CheckpointStatus:
+def read_checkpoint(folder: Location) -> CheckpointStatus:
     """A checkpoint's source, last committed batch (and when) and holder; no offsets yet.
     A checkpoint whose files cannot be read is returned with ``problem`` saying why (it
     reads no topic then): one bad checkpoint never stops the report of the others.
@@ -178,8 +178,7 @@ def read_checkpoint(folder: Path) -> CheckpointStatus:
     seen: tuple[str, ...] = ()
     problem = None
     if batch is not None:
-        mtime = (spark_folder / "commits" / str(batch)).stat().st_mtime
-        committed_at = datetime.fromtimestamp(mtime, UTC)
+        committed_at = modified_at(spark_folder / "commits" / str(batch))
         try:
             seen = tuple(sorted({t for t, _ in planned_batch(spark_folder, batch).ends}))
         except (OSError, ValueError, OffsetLogError) as error:
@@ -232,7 +231,7 @@ def landed_without_checkpoint(
     )
 
 
-def _holder(folder: Path) -> dict[str, Any] | None:
+def _holder(folder: Location) -> dict[str, Any] | None:
     try:
         return checkpoint_holder(folder)
     except (OSError, ValueError):

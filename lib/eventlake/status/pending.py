@@ -20,8 +20,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.ingest.request import IngestRequest
 from eventlake.ledger.marks import INGEST, read_marks
@@ -77,7 +77,7 @@ def nothing_to_send(settings: Settings, request: RepublishRequest) -> bool:
 
 def landed_to_the_end(
     settings: Settings,
-    table: Path,
+    table: Location,
     job: str,
     topics: Sequence[str],
     *,

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from eventlake.storage.store import Location, local_path
+from eventlake.core.locations import LocationLike
+from eventlake.storage.store import local_path
 
 
 class LeaseHeld(Exception):  # a state the caller decides on, not an eventlake error
@@ -102,7 +103,7 @@ class LockFile:
         return None
 
 
-def lease_at(location: Location) -> Lease:
+def lease_at(location: LocationLike) -> Lease:
     """The lease kept at ``location`` in the warehouse's store.
 
     Example:

@@ -17,39 +17,36 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from eventlake.core.errors import Refused
+from eventlake.core.locations import Location, LocationLike
 from eventlake.storage.files import write_atomically
-
-#: A place in the warehouse: a local path (a ``file:`` URI's path) for today's store.
-Location = str | Path
 
 
 class UnsupportedStoreError(Refused, ValueError):
     """A warehouse location on a store eventlake cannot write yet."""
 
 
-def local_path(location: Location) -> Path:
+def local_path(location: LocationLike) -> Path:
     """``location`` as a local path; a ``file:`` URI's path, refused for other schemes.
 
     Example:
         >>> local_path("file:///wh/events")
         PosixPath('/wh/events')
     """
-    text = str(location)
-    scheme = urlparse(text).scheme
-    if scheme in ("", "file"):
-        return Path(urlparse(text).path if scheme else text)
+    where = Location.of(location)
+    if where.is_local:
+        return where.local()
     raise UnsupportedStoreError(
-        f"The warehouse location {text!r} is on {scheme!r} storage, which eventlake does not "
-        "write yet: use a local folder (EVENTLAKE_WAREHOUSE)."
+        f"The warehouse location {str(where)!r} is on {where.scheme!r} storage, which "
+        "eventlake does not write yet: use a local folder (EVENTLAKE_WAREHOUSE)."
     )
 
 
-def read_text(location: Location) -> str | None:
+def read_text(location: LocationLike) -> str | None:
     """The file's text (UTF-8), or None when there is no such file.
 
     Example:
@@ -62,7 +59,7 @@ def read_text(location: Location) -> str | None:
         return None
 
 
-def write_text(location: Location, text: str, *, mode: int = 0o644) -> None:
+def write_text(location: LocationLike, text: str, *, mode: int = 0o644) -> None:
     """Replace the file with ``text`` whole or not at all (never half a document).
 
     Example:
@@ -71,7 +68,7 @@ def write_text(location: Location, text: str, *, mode: int = 0o644) -> None:
     write_atomically(local_path(location), text, mode=mode)
 
 
-def is_folder(location: Location) -> bool:
+def is_folder(location: LocationLike) -> bool:
     """Whether ``location`` is a folder (on object storage: a prefix with objects).
 
     Example:
@@ -81,7 +78,7 @@ def is_folder(location: Location) -> bool:
     return local_path(location).is_dir()
 
 
-def exists(location: Location) -> bool:
+def exists(location: LocationLike) -> bool:
     """Whether a file or folder is at ``location``.
 
     Example:
@@ -91,7 +88,7 @@ def exists(location: Location) -> bool:
     return local_path(location).exists()
 
 
-def names(folder: Location) -> list[str]:
+def names(folder: LocationLike) -> list[str]:
     """The names in ``folder``, sorted; none when there is no such folder.
 
     Example:
@@ -105,7 +102,7 @@ def names(folder: Location) -> list[str]:
         return []
 
 
-def any_name(folder: Location, wanted: Callable[[str], bool]) -> bool:
+def any_name(folder: LocationLike, wanted: Callable[[str], bool]) -> bool:
     """Whether a name in ``folder`` is ``wanted``, stopping at the first (a Delta log or
     Spark's offset log may hold thousands).
 
@@ -120,7 +117,7 @@ def any_name(folder: Location, wanted: Callable[[str], bool]) -> bool:
         return False
 
 
-def make_folder(location: Location) -> None:
+def make_folder(location: LocationLike) -> None:
     """Create the folder and its parents (nothing to do when it exists).
 
     Example:
@@ -129,7 +126,7 @@ def make_folder(location: Location) -> None:
     local_path(location).mkdir(parents=True, exist_ok=True)
 
 
-def remove_tree(location: Location) -> None:
+def remove_tree(location: LocationLike) -> None:
     """Delete the folder and everything in it (nothing to do when it is gone).
 
     Example:
@@ -138,7 +135,20 @@ def remove_tree(location: Location) -> None:
     shutil.rmtree(local_path(location), ignore_errors=False)
 
 
-def storage_options(location: Location) -> dict[str, str]:
+def modified_at(location: LocationLike) -> datetime | None:
+    """When the file at ``location`` was last written (UTC), or None when there is none.
+
+    Example:
+        >>> modified_at("/wh/_checkpoints/ingest-topics_a/spark/commits/0")
+        datetime.datetime(2026, 12, 2, 1, 20, tzinfo=datetime.timezone.utc)
+    """
+    try:
+        return datetime.fromtimestamp(local_path(location).stat().st_mtime, UTC)
+    except FileNotFoundError:
+        return None
+
+
+def storage_options(location: LocationLike) -> dict[str, str]:
     """What delta-rs needs to open a table at ``location`` (credentials, endpoint): none
     for a local folder.
 
@@ -150,7 +160,7 @@ def storage_options(location: Location) -> dict[str, str]:
     return {}
 
 
-def open_delta_table(location: Location, version: int | None = None) -> Any:
+def open_delta_table(location: LocationLike, version: int | None = None) -> Any:
     """The Delta table at ``location`` through delta-rs, at its latest version or
     ``version``; raises delta-rs' ``TableNotFoundError`` when there is none.
 

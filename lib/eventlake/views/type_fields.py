@@ -12,21 +12,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
+from eventlake.core.locations import Location
 from eventlake.storage.store import read_text, write_text
 
 #: Where, under the warehouse, the inferred fields of every type are kept.
-FIELDS_FILE: Final = Path("_types") / "fields.json"
+FIELDS_FILE: Final = "_types/fields.json"
 
 
-def fields_path(warehouse: Path) -> Path:
+def fields_path(warehouse: Location) -> Location:
     """Where the warehouse keeps the inferred fields of its event types.
 
     Example:
-        >>> fields_path(Path("/wh"))
-        PosixPath('/wh/_types/fields.json')
+        >>> fields_path(Location.of("/wh"))
+        Location('/wh/_types/fields.json')
     """
     return warehouse / FIELDS_FILE
 
@@ -61,7 +61,7 @@ class TypeColumns:
         return f"data (dataschema {self.dataschema} not read: {self.unread})"
 
 
-def save_columns(path: Path, columns: dict[str, TypeColumns]) -> None:
+def save_columns(path: Location, columns: dict[str, TypeColumns]) -> None:
     """Keep ``columns`` (per type, as :func:`type_columns` gives them) at ``path``,
     replacing what was there, in one step: the fields under ``types`` as ever, and each
     type's dataschema (and why it was not read) under ``dataschemas``, a key older
@@ -82,7 +82,7 @@ def save_columns(path: Path, columns: dict[str, TypeColumns]) -> None:
     write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
 
 
-def save_fields(path: Path, fields: dict[str, dict[str, str]]) -> None:
+def save_fields(path: Location, fields: dict[str, dict[str, str]]) -> None:
     """Keep ``fields`` (per type, field -> Spark type, as :func:`inferred_fields` gives
     them) at ``path``, as :func:`save_columns` does, with no dataschema.
 
@@ -100,7 +100,7 @@ def _optional_text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def load_columns(path: Path) -> dict[str, TypeColumns]:
+def load_columns(path: Location) -> dict[str, TypeColumns]:
     """The columns kept at ``path`` by :func:`save_columns` (or by :func:`save_fields`,
     also of an older eventlake: no dataschemas); none when there is no such file or it
     is not one of ours (they are then inferred again).
@@ -131,7 +131,7 @@ def load_columns(path: Path) -> dict[str, TypeColumns]:
     return columns
 
 
-def load_fields(path: Path) -> dict[str, dict[str, str]]:
+def load_fields(path: Location) -> dict[str, dict[str, str]]:
     """The fields kept at ``path`` (:func:`load_columns`), per type.
 
     Example:

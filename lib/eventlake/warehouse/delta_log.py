@@ -10,10 +10,10 @@ Example:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from eventlake.core.locations import Location, LocationLike
 from eventlake.storage.store import open_delta_table, read_text
 from eventlake.warehouse.names import is_delta_table
 
@@ -30,7 +30,7 @@ def files_hold_the_rows(table: Any) -> bool:
     return "deletionVectors" not in (table.protocol().reader_features or [])
 
 
-def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | None:
+def commit_actions(path: LocationLike, version: int) -> list[dict[str, Any]] | None:
     """The actions of commit ``version`` of the Delta table at ``path``, read from its log
     file (no Spark); None when the file is gone (log cleanup).
 
@@ -38,14 +38,14 @@ def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]] | Non
         >>> [a for a in commit_actions("/wh/events", 42) if "add" in a][0]["add"]["path"]
         'part-00000-....parquet'
     """
-    text = read_text(Path(path) / "_delta_log" / f"{version:020d}.json")
+    text = read_text(Location.of(path) / "_delta_log" / f"{version:020d}.json")
     if text is None:
         return None
     lines = text.splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def data_file(table: str | Path, relative: str) -> str:
+def data_file(table: LocationLike, relative: str) -> str:
     """An ``add`` action's path (a URI, relative to the table unless absolute) as a path
     Spark reads.
 
@@ -59,7 +59,7 @@ def data_file(table: str | Path, relative: str) -> str:
     return f"{str(table).rstrip('/')}/{unquote(relative)}"
 
 
-def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
+def delta_rs_table(path: LocationLike, version: int | None = None) -> Any:
     """The Delta table at ``path`` through delta-rs (its latest version, or ``version``),
     or None while there is none: no log folder yet, or one whose first commit is still
     being written (another process is creating the table, e.g. a stream its first state
@@ -71,7 +71,7 @@ def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
     """
     from deltalake.exceptions import TableNotFoundError
 
-    if not is_delta_table(Path(path)):
+    if not is_delta_table(Location.of(path)):
         return None
     try:
         return open_delta_table(path, version)
@@ -79,7 +79,7 @@ def delta_rs_table(path: str | Path, version: int | None = None) -> Any:
         return None
 
 
-def empty_at(path: str | Path) -> int | None:
+def empty_at(path: LocationLike) -> int | None:
     """The latest version of the Delta table at ``path`` when it has no data file then
     (a table just created), read from its log with delta-rs; None when it has files,
     when there is no table, or when delta-rs cannot read it.
@@ -99,7 +99,7 @@ def empty_at(path: str | Path) -> int | None:
     return int(table.version())
 
 
-def may_hold_topic(path: Path, topic: str) -> bool:
+def may_hold_topic(path: Location, topic: str) -> bool:
     """Whether the Delta table at ``path`` may hold rows of ``topic``: a data file whose
     ``kafka_topic`` statistics (min, max) span it. Read with delta-rs from the log, no
     Spark; a file without statistics may hold anything.

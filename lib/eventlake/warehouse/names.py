@@ -10,9 +10,9 @@ Example:
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Final
 
+from eventlake.core.locations import Location, LocationLike
 from eventlake.core.settings import Settings
 from eventlake.core.topic_names import check_topic_name
 from eventlake.storage.store import any_name, names
@@ -44,7 +44,7 @@ INGEST_JOB: Final = "ingest"
 KAFKA_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 
-def state_path(settings: Settings, topic: str) -> Path:
+def state_path(settings: Settings, topic: str) -> Location:
     """``<warehouse>/state/<topic>``, the state table of a compacted topic.
 
     Example:
@@ -54,7 +54,7 @@ def state_path(settings: Settings, topic: str) -> Path:
     return settings.warehouse / STATE_FOLDER / check_topic_name(topic)
 
 
-def is_delta_table(path: Path) -> bool:
+def is_delta_table(path: Location) -> bool:
     """Whether ``path`` holds a Delta table: a log with at least one commit (a cheap file
     check, no Spark job). A log folder with none is a table another process is creating
     (its first commit is being written): readers and maintenance treat it as not there
@@ -68,7 +68,7 @@ def is_delta_table(path: Path) -> bool:
     return any_name(path / "_delta_log", lambda name: bool(_LOG_VERSION_FILE.match(name)))
 
 
-def delta_path_sql(path: str | Path) -> str:
+def delta_path_sql(path: LocationLike) -> str:
     """A Delta table's path as a SQL table name, ``delta.`<path>```, with backticks in
     the path doubled: the one way paths go into SQL text.
 
@@ -79,7 +79,7 @@ def delta_path_sql(path: str | Path) -> str:
     return "delta.`" + str(path).replace("`", "``") + "`"
 
 
-def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
+def warehouse_tables(settings: Settings) -> list[tuple[str, Location]]:
     """Every Delta table under the warehouse, as (name, path): the top-level tables
     (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
     Folders starting with ``_`` (checkpoints, Spark's own) are not tables, nor is one
@@ -90,7 +90,7 @@ def warehouse_tables(settings: Settings) -> list[tuple[str, Path]]:
         ['events', 'rejects', 'state/customers']
     """
     root = settings.warehouse
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, Location]] = []
     for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
         for name in names(folder):
             path = folder / name

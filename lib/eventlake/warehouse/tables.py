@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Final
 
 from pyspark.errors import AnalysisException
@@ -35,6 +34,7 @@ from pyspark.sql.types import (
 )
 
 from eventlake.core.errors import EventlakeError
+from eventlake.core.locations import LocationLike
 from eventlake.core.settings import Settings
 from eventlake.spark.rows import computed_once, local_rows, plain_row
 from eventlake.warehouse.conflicts import retry_conflicts
@@ -125,7 +125,7 @@ def rows_added_by(
 
 def rows_as_of(
     spark: SparkSession,
-    path: str | Path,
+    path: LocationLike,
     version: int,
     schema: StructType,
     *,
@@ -273,7 +273,7 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
     return new
 
 
-def table_schema(path: str | Path, version: int | None = None) -> StructType | None:
+def table_schema(path: LocationLike, version: int | None = None) -> StructType | None:
     """The schema of the Delta table at ``path`` (its latest version, or ``version``), read
     from its log with delta-rs; None while there is no table, or when delta-rs cannot
     read it (a table feature it does not know: the caller reads through Delta). Delta
@@ -296,7 +296,7 @@ def table_schema(path: str | Path, version: int | None = None) -> StructType | N
 
 
 def append_rows(
-    path: str | Path, rows: Sequence[Sequence[Any] | Mapping[str, Any]], schema: StructType
+    path: LocationLike, rows: Sequence[Sequence[Any] | Mapping[str, Any]], schema: StructType
 ) -> None:
     """Append a few rows held by the driver (tuples or dicts in ``schema``'s order) to the
     Delta table at ``path`` with delta-rs, creating it with ``schema`` when missing. For
