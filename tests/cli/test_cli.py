@@ -137,3 +137,17 @@ def test_the_command_keeps_mains_exit_status_and_leaves_without_collecting() -> 
     assert refused.returncode == 2, refused.stderr
     assert refused.stdout.strip() == "collecting False True"
     assert "error: EVENTLAKE_MAX_OFFSETS_PER_TRIGGER" in refused.stderr
+
+
+def test_a_warehouse_on_a_store_not_written_yet_is_refused_in_a_sentence() -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "eventlake.cli", "status", "--warehouse", "s3a://lake/prod"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("error: The warehouse location 's3a://lake/prod/")
+    assert "Traceback" not in refused.stderr

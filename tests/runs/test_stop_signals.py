@@ -29,7 +29,9 @@ def test_the_signal_to_the_process_and_then_its_group_is_one_stop(tmp_path: Path
     done = _run(
         """
         import os, signal, time
+        from eventlake.core.progress import lines_on_stdout
         from eventlake.runs.stop_signals import StopSignals
+        lines_on_stdout()  # as the eventlake command does
         signals = StopSignals("job", "stopping after the batch in progress")
         with signals.installed():
             os.kill(os.getpid(), signal.SIGTERM)
@@ -69,7 +71,9 @@ def test_a_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
     done = _run(
         """
         import os, signal, time
+        from eventlake.core.progress import lines_on_stdout
         from eventlake.runs.stop_signals import StopSignals
+        lines_on_stdout()  # as the eventlake command does
         signals = StopSignals("job", "stopping after the batch in progress")
         with signals.installed():
             os.kill(os.getpid(), signal.SIGTERM)

@@ -31,7 +31,7 @@ from typer.models import CommandInfo
 
 from eventlake.cli import cluster, jobs, local, reports
 from eventlake.cli.common import app, leave_without_collecting, prose
-from eventlake.core.errors import REFUSED_EXIT_CODE
+from eventlake.core.errors import REFUSED_EXIT_CODE, Refused
 from eventlake.core.progress import lines_on_stdout
 from eventlake.core.settings import InvalidSettingError
 from eventlake.runs.stop_signals import stop_while_starting
@@ -116,6 +116,11 @@ def main(arguments: Sequence[str] | None = None) -> None:
         typer.echo(
             f"error: {error}. See docs/settings.md for every EVENTLAKE_* variable.", err=True
         )
+        sys.exit(REFUSED_EXIT_CODE)
+    except Refused as error:
+        # Refused where a command did not expect it (a warehouse on a store eventlake
+        # does not write yet, met by a report): its sentence, not a traceback.
+        typer.echo(f"error: {error}", err=True)
         sys.exit(REFUSED_EXIT_CODE)
 
 

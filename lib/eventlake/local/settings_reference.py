@@ -16,6 +16,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local.settings import LocalSettings
 
@@ -49,6 +50,8 @@ def _default(field: FieldInfo) -> str:
         return "none"
     if isinstance(value, SecretStr):
         return "none"
+    if isinstance(value, Location) and value.is_local:
+        value = value.local()
     if isinstance(value, Path):
         try:
             return f"`<checkout>/{value.relative_to(PROJECT_ROOT)}`"
@@ -64,6 +67,8 @@ def _default(field: FieldInfo) -> str:
 def _kind(field: FieldInfo) -> str:
     text = str(field.annotation).replace("typing.", "").replace("pathlib.", "")
     text = text.replace("pydantic.types.", "").replace("eventlake.core.settings.", "")
+    # A location is written as a folder (or, to come, an object-store URI).
+    text = text.replace("eventlake.core.locations.Location", "Path")
     return text.replace("<class '", "").replace("'>", "")
 
 
