@@ -57,9 +57,7 @@ def test_every_option_of_the_command_is_a_request_field(command: str, request_ty
 
 
 @pytest.mark.parametrize(("command", "request_type"), JOBS, ids=[job for job, _ in JOBS])
-def test_every_request_field_is_an_option_of_the_command(
-    command: str, request_type: type
-) -> None:
+def test_every_request_field_is_an_option_of_the_command(command: str, request_type: type) -> None:
     filled = {_field_of(name, request_type) for name in _options(command)}
     missing = [each.name for each in fields(request_type) if each.name not in filled]
     assert not missing, f"{request_type.__name__} fields eventlake {command} cannot set"
