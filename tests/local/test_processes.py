@@ -165,3 +165,21 @@ def test_a_process_another_parent_has_not_reaped_is_gone_at_once() -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_a_short_command_that_fails_raises_the_given_error_with_its_output_tail(
+    tmp_path: Path,
+) -> None:
+    command = [sys.executable, "-c", "import sys; print('out'); sys.exit('bad disk')"]
+    try:
+        processes.run_to_end(
+            command, what="Formatting", error=LookupError, cwd=tmp_path, after=" (see log)"
+        )
+    except LookupError as error:
+        assert str(error) == "Formatting failed (1):\nout\nbad disk\n (see log)"
+    else:
+        raise AssertionError("a failing command raised nothing")
+
+
+def test_a_short_command_that_succeeds_raises_nothing(tmp_path: Path) -> None:
+    processes.run_to_end(["true"], what="Nothing", error=LookupError, cwd=tmp_path)

@@ -74,3 +74,24 @@ def test_another_error_is_not_retried(pauses: list[float]) -> None:
         retry_conflicts(commit, what="append", retryable=(Conflict,), attempts=5)
     assert len(runs) == 1
     assert pauses == []
+
+
+def test_the_decorated_function_is_tried_again_named_by_its_arguments(
+    pauses: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs: list[str] = []
+
+    @conflicts.conflicts_retried(
+        what=lambda *_, note, **__: f"ingest: {note}", retryable=(Conflict,)
+    )
+    def land(records: str, *, note: str) -> str:
+        runs.append(records)
+        if len(runs) < 2:
+            raise Conflict("lost")
+        return f"landed {records}"
+
+    assert land("r", note="batch 7") == "landed r"
+    assert runs == ["r", "r"]
+    assert capsys.readouterr().out.startswith(
+        "ingest: batch 7: lost a commit race to a concurrent writer (Conflict: lost)"
+    )

@@ -44,6 +44,18 @@ from eventlake.core.topic_names import check_topic_name
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+
+def in_project(*parts: str, description: str) -> Any:
+    """A path setting whose default lies in the checkout (``PROJECT_ROOT``/``parts``).
+
+    Example:
+        >>> class Paths(BaseSettings):
+        ...     jars_dir: Path = in_project("infra", "jars", description="The jars.")
+    """
+    return Field(default=PROJECT_ROOT.joinpath(*parts), description=description)
+
+
 #: The prefix of every setting's environment variable.
 ENV_PREFIX = "EVENTLAKE_"
 
@@ -162,12 +174,15 @@ class Settings(BaseSettings):
         "required on a spark:// master: from the environment, or in Airflow the "
         "spark_default connection's password. Never on a command line or in the UI.",
     )
-    jars_dir: Path = Field(
-        default=PROJECT_ROOT / "infra" / "jars" / "spark",
+    jars_dir: Path = in_project(
+        "infra",
+        "jars",
+        "spark",
         description="Folder holding the Kafka connector and Delta jars (make jars).",
     )
-    log_config: Path = Field(
-        default=PROJECT_ROOT / "infra" / "log4j2.properties",
+    log_config: Path = in_project(
+        "infra",
+        "log4j2.properties",
         description="log4j2 configuration of Spark drivers (warnings and errors only).",
     )
     kafka_options: dict[str, str] = Field(

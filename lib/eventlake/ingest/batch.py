@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -42,7 +41,7 @@ from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing, unl
 from eventlake.ledger.marks import INGEST, Marks, landed_version
 from eventlake.spark.rows import computed_once, release
 from eventlake.views.duplicates import DUPLICATE_EVENT, landed_identities, mark_duplicates
-from eventlake.warehouse.conflicts import retry_conflicts
+from eventlake.warehouse.conflicts import conflicts_retried
 from eventlake.warehouse.names import KAFKA_COORDINATES
 from eventlake.warehouse.tables import rejected_by_ingest
 
@@ -66,6 +65,9 @@ class BatchResult:
     rejects_marks: Marks = field(default_factory=dict)
 
 
+# Another process may land the same partitions meanwhile: the commit is refused, its files
+# stay uncommitted, and the batch is landed again above the new marks.
+@conflicts_retried(what=lambda *_, note, **__: f"ingest: {note}", retryable=(LedgerMovedError,))
 def land_batch(
     spark: SparkSession,
     records: DataFrame,
@@ -96,39 +98,6 @@ def land_batch(
         ...            rejects_path=r, note="batch 7").counts
         {None: 998, 'malformed_json': 2}
     """
-    # Another process may land the same partitions meanwhile: the commit is refused, its
-    # files stay uncommitted, and the batch is landed again above the new marks.
-    return retry_conflicts(
-        partial(
-            _land,
-            spark,
-            records,
-            ledger,
-            ends,
-            events_path,
-            rejects_path,
-            note,
-            batch_id,
-            starts,
-            dedup_horizon,
-        ),
-        what=f"ingest: {note}",
-        retryable=(LedgerMovedError,),
-    )
-
-
-def _land(
-    spark: SparkSession,
-    records: DataFrame,
-    ledger: Ledger,
-    ends: Marks,
-    events_path: str,
-    rejects_path: str,
-    note: str,
-    batch_id: int | None,
-    starts: Marks | None,
-    dedup_horizon: timedelta | None,
-) -> BatchResult:
     topics = {t for t, _ in ends}
     events_marks = ledger.marks(events_path, INGEST, topics)
     # A partition without a mark holds nothing: an end of 0 has nothing to add.

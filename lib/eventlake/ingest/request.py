@@ -16,13 +16,11 @@ from typing import ClassVar
 
 from eventlake.core.driver_work import DriverWork, ingest_driver_work
 from eventlake.core.errors import Refused
-from eventlake.core.offset_specs import run_offsets_problem
 from eventlake.core.settings import Settings
-from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
 from eventlake.kafka.connector_options import kafka_source_options
-from eventlake.ledger.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
+from eventlake.runs.request_checks import request_problem
 from eventlake.runs.summary import RunSummary
-from eventlake.runs.triggers import AVAILABLE_NOW, trigger_problem
+from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.state.records import StateChange
 
 
@@ -50,20 +48,12 @@ class IngestRequest:
     def __post_init__(self) -> None:
         if bool(self.topics) == bool(self.topic_pattern):
             raise IngestError("Give either one or more --topic, or one --topic-pattern.")
-        for topic in self.topics:
-            try:
-                check_topic_name(topic, "--topic")
-            except InvalidTopicNameError as error:
-                raise IngestError(str(error)) from None
-        if self.checkpoint_name is not None:
-            try:
-                check_checkpoint_name(self.checkpoint_name)
-            except InvalidCheckpointNameError as error:
-                raise IngestError(f"--checkpoint-name: {error}") from None
-        problem = trigger_problem(self.trigger)
-        if problem:
-            raise IngestError(problem)
-        problem = run_offsets_problem(self.starting_offsets, self.ending_offsets)
+        problem = request_problem(
+            (("--topic", topic) for topic in self.topics),
+            checkpoint_name=self.checkpoint_name,
+            trigger=self.trigger,
+            offsets=(self.starting_offsets, self.ending_offsets),
+        )
         if problem:
             raise IngestError(problem)
         if self.state and self.bounded:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from functools import partial
+from typing import Final
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -29,7 +30,7 @@ from eventlake.ingest.state_step import (
     compaction_warnings,
     kept_state,
 )
-from eventlake.kafka.connection import check_connection, connection_lost_error
+from eventlake.kafka.connection import check_connection, connection_loss_explained
 from eventlake.kafka.topics import partition_counts, require_topics
 from eventlake.ledger.commits import Ledger
 from eventlake.ledger.lease import LeaseTimeoutError
@@ -45,7 +46,7 @@ from eventlake.ledger.offset_ranges import (
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.runs.offset_log import planned_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
-from eventlake.runs.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
+from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import require_topic_pattern
 from eventlake.state.reconcile import reconcile_state
@@ -54,6 +55,17 @@ from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
 
 _log = progress_log(__name__)
+
+#: How a rerun picks up after Kafka went away, for a bounded run.
+_RESUME_BOUNDED: Final = (
+    "Once Kafka answers, rerun the same command: a run lands only records the tables do "
+    "not hold yet."
+)
+#: How a rerun picks up after Kafka went away, for a stream ({checkpoint}: its checkpoint).
+_RESUME_STREAMING: Final = (
+    "What has landed is kept in the tables (and cached in checkpoint {checkpoint}): once "
+    "Kafka answers, rerun the same command; it resumes there and writes nothing twice."
+)
 
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
@@ -109,17 +121,15 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
     ensure_tables(spark, settings)
     at_risk = compaction_warnings(spark, settings, request)
     ledger = Ledger(spark)
-    try:
+    resume = resume_hint(
+        settings.checkpoints, request, bounded=_RESUME_BOUNDED, streaming=_RESUME_STREAMING
+    )
+    with connection_loss_explained(settings, resume=resume):
         summary = (
             _run_bounded(spark, settings, request, ledger)
             if request.bounded
             else _run_streaming(spark, settings, request, ledger)
         )
-    except Exception as error:
-        lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
-        if lost is not None:
-            raise lost from error
-        raise
     summary.warnings.extend(message for _, message in at_risk)
     if request.auto_reconcile:
         for topic, _ in at_risk:
@@ -127,19 +137,6 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
             summary.reconciled.append(topic)
     summary.seconds = time.monotonic() - started
     return summary
-
-
-def _resume_hint(settings: Settings, request: IngestRequest) -> str:
-    if request.bounded:
-        return (
-            "Once Kafka answers, rerun the same command: a run lands only records the "
-            "tables do not hold yet."
-        )
-    checkpoint = checkpoint_folder(settings.checkpoints, request)
-    return (
-        f"What has landed is kept in the tables (and cached in checkpoint {checkpoint}): "
-        "once Kafka answers, rerun the same command; it resumes there and writes nothing twice."
-    )
 
 
 def _run_streaming(

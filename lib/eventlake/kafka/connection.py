@@ -7,6 +7,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -153,3 +155,21 @@ def connection_lost_error(
         f"{settings.bootstrap_servers} ({cause}); the cluster answers again now, so it "
         f"was restarted or the network was down. {resume}"
     )
+
+
+@contextmanager
+def connection_loss_explained(settings: Settings, *, resume: str) -> Iterator[None]:
+    """Raise a failure of the block that came from Kafka going away as the
+    :func:`connection_lost_error` that explains it (with ``resume``); others as they are.
+
+    Example:
+        >>> with connection_loss_explained(settings, resume="Rerun the command."):
+        ...     run_job()
+    """
+    try:
+        yield
+    except Exception as error:
+        lost = connection_lost_error(settings, error, resume=resume)
+        if lost is not None:
+            raise lost from error
+        raise

@@ -165,7 +165,7 @@ class LocalBroker:
         if (self.data_dir / "meta.properties").exists():
             return
         cluster_id = _kafka_cluster_id()
-        result = subprocess.run(
+        processes.run_to_end(
             [
                 java,
                 "-cp",
@@ -177,15 +177,9 @@ class LocalBroker:
                 "-c",
                 str(self.config_file),
             ],
-            capture_output=True,
-            text=True,
-            check=False,
+            what="Formatting the KRaft storage",
+            error=BrokerError,
         )
-        if result.returncode != 0:
-            raise BrokerError(
-                f"Formatting the KRaft storage failed:\n{result.stdout[-2000:]}"
-                f"{result.stderr[-2000:]}"
-            )
 
     def start(self, timeout: float = 60.0) -> BrokerStatus:
         """Start the broker unless it runs already; wait until it answers metadata requests."""

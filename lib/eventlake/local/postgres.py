@@ -143,19 +143,14 @@ class LocalPostgres:
         return ComponentStatus("postgres", pid, f"127.0.0.1:{self.port}", answers)
 
     def _run(self, command: list[str], what: str, timeout: float = 120) -> None:
-        result = subprocess.run(
+        processes.run_to_end(
             as_server_user(command),
+            what=what,
+            error=PostgresError,
             cwd=self.home,
-            capture_output=True,
-            text=True,
-            check=False,
             timeout=timeout,
+            after=f"\nServer log: {self.log_file}",
         )
-        if result.returncode != 0:
-            raise PostgresError(
-                f"{what} failed ({result.returncode}):\n{result.stdout[-2000:]}"
-                f"{result.stderr[-2000:]}\nServer log: {self.log_file}"
-            )
 
     def _prepare_home(self) -> None:
         """Create the folder; as root, hand it to the ``postgres`` user, who must be able

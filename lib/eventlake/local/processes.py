@@ -303,6 +303,33 @@ def spawn(
         )
 
 
+def run_to_end(
+    command: list[str],
+    *,
+    what: str,
+    error: type[Exception],
+    cwd: Path | None = None,
+    timeout: float = 120.0,
+    after: str = "",
+) -> None:
+    """Run a short command to its end; when it fails, raise ``error`` saying ``what``
+    failed, with its exit code, the tail of its output and ``after`` (e.g. where its log is).
+
+    Example:
+        >>> run_to_end(["false"], what="Formatting the storage", error=RuntimeError)
+        Traceback (most recent call last):
+        RuntimeError: Formatting the storage failed (1):
+    """
+    result = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout
+    )
+    if result.returncode != 0:
+        raise error(
+            f"{what} failed ({result.returncode}):\n{result.stdout[-2000:]}"
+            f"{result.stderr[-2000:]}{after}"
+        )
+
+
 def log_tail(log: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a log file, or ``(no log)``.
 

@@ -19,18 +19,21 @@ from typing import Any
 
 from pydantic import Field
 
-from eventlake.core.settings import PROJECT_ROOT, Settings, build_settings
+from eventlake.core.settings import Settings, build_settings, in_project
 
 
 class LocalSettings(Settings):
     """Job settings plus the local broker's and Airflow's; see the module docstring."""
 
-    kafka_jars_dir: Path = Field(
-        default=PROJECT_ROOT / "infra" / "jars" / "kafka",
+    kafka_jars_dir: Path = in_project(
+        "infra",
+        "jars",
+        "kafka",
         description="Folder holding the Apache Kafka broker jars (make jars).",
     )
-    broker_dir: Path = Field(
-        default=PROJECT_ROOT / "var" / "broker",
+    broker_dir: Path = in_project(
+        "var",
+        "broker",
         description="Data, logs and pid file of the local broker.",
     )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
@@ -40,15 +43,17 @@ class LocalSettings(Settings):
         description="When set, the local broker also listens with SASL_PLAINTEXT "
         "(SCRAM-SHA-512) on this port, for the user in kafka_options/kafka_password.",
     )
-    airflow_home: Path = Field(
-        default=PROJECT_ROOT / "var" / "airflow",
+    airflow_home: Path = in_project(
+        "var",
+        "airflow",
         description="AIRFLOW_HOME of the local Airflow that `make demo` starts.",
     )
     airflow_port: int = Field(default=8080, description="Port of the local Airflow UI/API.")
     broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
     # The local cluster (eventlake cluster start): Spark standalone, PostgreSQL, Airflow.
-    cluster_dir: Path = Field(
-        default=PROJECT_ROOT / "var" / "cluster",
+    cluster_dir: Path = in_project(
+        "var",
+        "cluster",
         description="Data, logs and pids of the local cluster (Spark standalone, "
         "PostgreSQL, its Airflow).",
     )

@@ -29,10 +29,8 @@ from eventlake.binding.decode import (
     PARTITIONKEY,
 )
 from eventlake.core.errors import Refused
-from eventlake.core.offset_specs import run_offsets_problem
-from eventlake.core.topic_names import InvalidTopicNameError, check_topic_name
-from eventlake.ledger.checkpoint import InvalidCheckpointNameError, check_checkpoint_name
-from eventlake.runs.triggers import AVAILABLE_NOW, trigger_problem
+from eventlake.runs.request_checks import request_problem
+from eventlake.runs.triggers import AVAILABLE_NOW
 
 KEEP: Final = "keep"
 ATTRIBUTE_PREFIX: Final = "attribute:"
@@ -102,16 +100,14 @@ class RepublishRequest:
     checkpoint_name: str | None = None
 
     def __post_init__(self) -> None:
-        for option, topic in (("--source", self.source), ("--target", self.target)):
-            try:
-                check_topic_name(topic, option)
-            except InvalidTopicNameError as error:
-                raise RepublishError(str(error)) from None
-        if self.checkpoint_name is not None:
-            try:
-                check_checkpoint_name(self.checkpoint_name)
-            except InvalidCheckpointNameError as error:
-                raise RepublishError(f"--checkpoint-name: {error}") from None
+        problem = request_problem(
+            (("--source", self.source), ("--target", self.target)),
+            checkpoint_name=self.checkpoint_name,
+            trigger=self.trigger,
+            offsets=(self.starting_offsets, self.ending_offsets),
+        )
+        if problem:
+            raise RepublishError(problem)
         if self.source == self.target:
             raise RepublishError(
                 "--source and --target are the same topic: every record would be read back "
@@ -122,12 +118,6 @@ class RepublishRequest:
             raise RepublishError(f"--on-missing must be one of {', '.join(ON_MISSING_CHOICES)}")
         if self.to_mode not in TO_MODE_CHOICES:
             raise RepublishError(f"--to-mode must be one of {', '.join(TO_MODE_CHOICES)}")
-        problem = trigger_problem(self.trigger)
-        if problem:
-            raise RepublishError(problem)
-        problem = run_offsets_problem(self.starting_offsets, self.ending_offsets)
-        if problem:
-            raise RepublishError(problem)
         if self.bounded and self.trigger != AVAILABLE_NOW:
             raise RepublishError(
                 "--ending-offsets makes a bounded batch run, which takes no --trigger."

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 
@@ -42,7 +42,7 @@ from eventlake.binding.reason_counts import reason_counts, rejects_lost
 from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.kafka.clients import make_admin
-from eventlake.kafka.connection import check_connection, connection_lost_error
+from eventlake.kafka.connection import check_connection, connection_loss_explained
 from eventlake.kafka.connector_options import kafka_source_options
 from eventlake.kafka.topics import create_topic, partition_counts, require_topics
 from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing
@@ -64,7 +64,7 @@ from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.runs.offset_log import planned_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
-from eventlake.runs.streaming import ClaimedCheckpoint, checkpoint_folder, claimed_checkpoint
+from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
 from eventlake.runs.summary import RunSummary
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import write_to_kafka
@@ -74,6 +74,18 @@ from eventlake.warehouse.schemas import REJECTS_SCHEMA
 from eventlake.warehouse.tables import ensure_table
 
 _log = progress_log(__name__)
+
+#: How a rerun picks up after Kafka went away, for a bounded run.
+_RESUME_BOUNDED: Final = (
+    "Once Kafka answers, rerun the same command: it sends what the ledger does not hold "
+    "yet (records of the interrupted run may be sent again: at least once)."
+)
+#: How a rerun picks up after Kafka went away, for a stream ({checkpoint}: its checkpoint).
+_RESUME_STREAMING: Final = (
+    "What was sent is kept in the rejects table's ledger (and cached in checkpoint "
+    "{checkpoint}): once Kafka answers, rerun the same command; it resumes there (records"
+    " of the interrupted batch may be sent again: delivery is at least once)."
+)
 
 
 @dataclass
@@ -194,30 +206,14 @@ def _run_republish(
     require_topics(settings, [request.source])
     created, compacted = prepare_target(settings, request)
     run = _Run(settings, request, _ensure_rejects_table(spark, settings), compacted)
-    try:
+    resume = resume_hint(
+        settings.checkpoints, request, bounded=_RESUME_BOUNDED, streaming=_RESUME_STREAMING
+    )
+    with connection_loss_explained(settings, resume=resume):
         summary = _run_bounded(spark, run) if request.bounded else _run_streaming(spark, run)
-    except Exception as error:
-        lost = connection_lost_error(settings, error, resume=_resume_hint(settings, request))
-        if lost is not None:
-            raise lost from error
-        raise
     summary.created_target = created
     summary.seconds = time.monotonic() - started
     return summary
-
-
-def _resume_hint(settings: Settings, request: RepublishRequest) -> str:
-    if request.bounded:
-        return (
-            "Once Kafka answers, rerun the same command: it sends what the ledger does not "
-            "hold yet (records of the interrupted run may be sent again: at least once)."
-        )
-    checkpoint = checkpoint_folder(settings.checkpoints, request)
-    return (
-        f"What was sent is kept in the rejects table's ledger (and cached in checkpoint "
-        f"{checkpoint}): once Kafka answers, rerun the same command; it resumes there "
-        "(records of the interrupted batch may be sent again: delivery is at least once)."
-    )
 
 
 @dataclass(frozen=True)

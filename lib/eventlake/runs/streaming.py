@@ -64,6 +64,9 @@ class CheckpointedRun(Protocol):
 
     def default_checkpoint_name(self) -> str: ...
 
+    @property
+    def bounded(self) -> bool: ...
+
 
 def checkpoint_folder(checkpoints: Location, run: CheckpointedRun) -> Location:
     """The run's checkpoint: ``--checkpoint-name``, else the job's default for its source.
@@ -73,6 +76,22 @@ def checkpoint_folder(checkpoints: Location, run: CheckpointedRun) -> Location:
         PosixPath('/wh/_checkpoints/ingest-topics_orders')
     """
     return checkpoints / check_checkpoint_name(run.checkpoint_name or run.default_checkpoint_name())
+
+
+def resume_hint(
+    checkpoints: Location, run: CheckpointedRun, *, bounded: str, streaming: str
+) -> str:
+    """How a rerun picks up after Kafka went away: ``bounded`` for a bounded run, else
+    ``streaming`` with ``{checkpoint}`` filled in with the run's checkpoint.
+
+    Example:
+        >>> resume_hint(settings.checkpoints, request, bounded="Rerun.",
+        ...             streaming="Rerun; it resumes at {checkpoint}.")
+        'Rerun; it resumes at /wh/_checkpoints/ingest-topics_orders.'
+    """
+    if run.bounded:
+        return bounded
+    return streaming.format(checkpoint=checkpoint_folder(checkpoints, run))
 
 
 @contextmanager

@@ -7,8 +7,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final, ParamSpec, TypeVar
 
 from tenacity import (
     RetryCallState,
@@ -23,6 +24,7 @@ from eventlake.core.progress import progress_log
 _log = progress_log(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 #: How many times in all a Delta write that lost a commit race is tried.
@@ -71,3 +73,29 @@ def retry_conflicts(
         reraise=True,
     )
     return retrying(action)
+
+
+def conflicts_retried(
+    *, what: Callable[..., str], retryable: tuple[type[BaseException], ...]
+) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """The decorator form of :func:`retry_conflicts`: each call of the decorated function
+    is one action, ``what(*args, **kwargs)`` names it in the retry line.
+
+    Example:
+        >>> @conflicts_retried(what=lambda *_, note, **__: f"ingest: {note}",
+        ...                    retryable=(LedgerMovedError,))
+        ... def land(records, *, note): ...
+    """
+
+    def decorate(action: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(action)
+        def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+            return retry_conflicts(
+                functools.partial(action, *args, **kwargs),
+                what=what(*args, **kwargs),
+                retryable=retryable,
+            )
+
+        return retried
+
+    return decorate
