@@ -265,13 +265,13 @@ def quality(spark: SparkSession, settings: Settings, _args: argparse.Namespace) 
 
 def quality_floor(spark: SparkSession, settings: Settings, _args: argparse.Namespace) -> int:
     """The quality check's floor: one pass over the columns the checks read (the events
-    table's :data:`eventlake.quality.plan.CHECKED_COLUMNS`) with one aggregate, a count
+    table's :data:`eventlake.quality.suite.CHECKED_COLUMNS`) with one aggregate, a count
     of non-null values per column. Any check of every row reads at least this."""
     from pyspark.sql import functions as F
 
     from eventlake.ledger.marks import landed_version
-    from eventlake.quality.plan import CHECKED_COLUMNS
     from eventlake.quality.slices import table_as_of
+    from eventlake.quality.suite import CHECKED_COLUMNS
     from eventlake.warehouse.names import EVENTS
 
     # Read as the quality check reads a whole table: its files, listed by delta-rs.

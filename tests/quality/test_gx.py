@@ -9,7 +9,7 @@ import pytest
 
 
 # The package, and one of its modules alone: each gets the quiet import.
-@pytest.mark.parametrize("module", ["eventlake.quality", "eventlake.quality.plan"])
+@pytest.mark.parametrize("module", ["eventlake.quality", "eventlake.quality.suite"])
 def test_importing_quality_keeps_gx_import_logs_quiet(module: str) -> None:
     # A fresh interpreter with logging configured at INFO, as under Airflow.
     script = (

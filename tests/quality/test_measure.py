@@ -25,14 +25,14 @@ from eventlake.core.settings import Settings
 from eventlake.quality.config import CheckName, TopicRules
 from eventlake.quality.gx import Validator, judge, results_by_plan_index
 from eventlake.quality.measure import measure_slice
-from eventlake.quality.model import PLAN_INDEX, CheckCounts, PlannedCheck
-from eventlake.quality.plan import (
+from eventlake.quality.model import SUITE_INDEX, CheckCounts, SuiteCheck
+from eventlake.quality.request import QualityError
+from eventlake.quality.suite import (
     LATEST_TIME_PARAMETER,
-    plan_checks,
+    suite_checks,
     with_occurrences,
     with_topic_columns,
 )
-from eventlake.quality.request import QualityError
 from eventlake.spark.rows import release
 from eventlake.warehouse.schemas import EVENTS_SCHEMA
 
@@ -94,9 +94,9 @@ def crafted(spark: SparkSession) -> Iterator[DataFrame]:
     release(derived)
 
 
-def _plan(rules: TopicRules) -> list[PlannedCheck]:
+def _plan(rules: TopicRules) -> list[SuiteCheck]:
     latest = RUN_TIME + timedelta(seconds=rules.max_future_skew_seconds)
-    return plan_checks(rules, latest_time=latest, has_occurrences=True)
+    return suite_checks(rules, latest_time=latest, has_occurrences=True)
 
 
 @pytest.mark.parametrize("topic", [*OWN_RULES, "plain"])
@@ -170,7 +170,7 @@ def test_a_largest_value_judged_by_gx_equals_gx_scanning_the_rows(
                 column="rejects_rate",
                 max_value=0.1,
                 row_condition=GxColumn("kafka_topic") == topic,
-                meta={PLAN_INDEX: index},
+                meta={SUITE_INDEX: index},
             )
             for index, topic in enumerate(rates)
         ]

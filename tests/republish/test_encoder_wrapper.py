@@ -13,13 +13,13 @@ from pyspark.sql import Observation, SparkSession
 from eventlake.binding.decode import decode_records
 from eventlake.binding.encode import ENCODER_FUNCTION, MAPPED_KEY, Hop, encode_as
 from eventlake.binding.reason_counts import observe_reasons
-from eventlake.republish.plan import (
-    REPUBLISH_REASONS,
-    plan_republish,
-    planned_records,
-    planned_rejects,
-)
 from eventlake.republish.request import RepublishRequest
+from eventlake.republish.routing import (
+    REPUBLISH_REASONS,
+    route_records,
+    routed_records,
+    routed_rejects,
+)
 from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 EVENT = (
@@ -48,12 +48,12 @@ def test_a_republish_plan_runs_the_encoder_once_per_record(spark: SparkSession) 
         source="src", target="dst", key_mapper="partitionkey", to_mode="structured"
     )
     planned = observe_reasons(
-        plan_republish(decode_records(raw), request, target_compacted=True),
+        route_records(decode_records(raw), request, target_compacted=True),
         Observation(),
         "republish_reason",
         REPUBLISH_REASONS,
     )
-    for frame in (planned_records(planned), planned_rejects(planned, "dst")):
+    for frame in (routed_records(planned), routed_rejects(planned, "dst")):
         plan = frame._jdf.queryExecution().executedPlan().toString()
         assert plan.count(f"{ENCODER_FUNCTION}(") == 1
 

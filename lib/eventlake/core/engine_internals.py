@@ -102,7 +102,7 @@ INTERNALS: Final = (
     ),
     Internal(
         "pyspark",
-        "eventlake.runs.offset_log.planned_batch",
+        "eventlake.runs.offset_log.logged_batch",
         "Spark's checkpoint layout: offsets/<batch> (version line, metadata, source "
         "offsets) and commits/<batch>",
         "tests/runs/test_offset_log.py::test_the_last_committed_batch_is_the_highest_in_commits",

@@ -20,8 +20,10 @@ from __future__ import annotations
 import os
 import posixpath
 from pathlib import Path
-from typing import Final
+from typing import Annotated, Final
 from urllib.parse import urlparse
+
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 #: What a location is given as: its text, a local path, or a location.
 LocationLike = str | os.PathLike[str]
@@ -132,3 +134,13 @@ class Location(os.PathLike[str]):
     def __hash__(self) -> int:
         # As a Path of the same local path hashes: the two are equal.
         return hash(Path(self._path)) if self.is_local else hash((self._scheme, self._path))
+
+
+#: A setting that is a place: a local folder or an object-store URI (s3a://bucket/prefix),
+#: read from a string, written back as one.
+LocationSetting = Annotated[
+    Location,
+    BeforeValidator(Location.of),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]

@@ -27,46 +27,34 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     SecretStr,
     ValidationError,
-    WithJsonSchema,
     field_validator,
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from eventlake.core.errors import Refused
-from eventlake.core.locations import Location
+from eventlake.core.locations import Location, LocationSetting
 from eventlake.core.topic_names import check_topic_name
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
-def in_project(*parts: str, description: str) -> Any:
-    """A path setting whose default lies in the checkout (``PROJECT_ROOT``/``parts``).
+def in_project(relative: str, *, description: str) -> Any:
+    """A path setting whose default lies in the checkout (``PROJECT_ROOT / relative``).
 
     Example:
         >>> class Paths(BaseSettings):
-        ...     jars_dir: Path = in_project("infra", "jars", description="The jars.")
+        ...     jars_dir: Path = in_project("infra/jars", description="The jars.")
     """
-    return Field(default=PROJECT_ROOT.joinpath(*parts), description=description)
+    return Field(default=PROJECT_ROOT / relative, description=description)
 
 
 #: The prefix of every setting's environment variable.
 ENV_PREFIX = "EVENTLAKE_"
-
-#: A setting that is a place: a local folder or an object-store URI (s3a://bucket/prefix).
-WarehouseLocation = Annotated[
-    Location,
-    BeforeValidator(Location.of),
-    PlainSerializer(str, return_type=str),
-    WithJsonSchema({"type": "string"}),
-]
-
 
 #: How a Kafka DAG is scheduled: its cron, the arrival of records on its topics, or both.
 ScheduleMode = Literal["schedule", "events", "both"]
@@ -111,7 +99,7 @@ class Settings(BaseSettings):
     bootstrap_servers: str = Field(
         default="127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
     )
-    warehouse: WarehouseLocation = Field(
+    warehouse: LocationSetting = Field(
         default=Location.of(PROJECT_ROOT / "var" / "warehouse"),
         description="Root folder of the Delta tables and streaming checkpoints.",
     )
@@ -175,14 +163,11 @@ class Settings(BaseSettings):
         "spark_default connection's password. Never on a command line or in the UI.",
     )
     jars_dir: Path = in_project(
-        "infra",
-        "jars",
-        "spark",
+        "infra/jars/spark",
         description="Folder holding the Kafka connector and Delta jars (make jars).",
     )
     log_config: Path = in_project(
-        "infra",
-        "log4j2.properties",
+        "infra/log4j2.properties",
         description="log4j2 configuration of Spark drivers (warnings and errors only).",
     )
     kafka_options: dict[str, str] = Field(

@@ -38,7 +38,7 @@ from eventlake.binding.reason_counts import (
     rejects_lost,
 )
 from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing, unlanded
-from eventlake.ledger.marks import INGEST, Marks, landed_version
+from eventlake.ledger.marks import INGEST, Marks, PartitionOffsets, landed_version
 from eventlake.spark.rows import computed_once, release
 from eventlake.views.duplicates import DUPLICATE_EVENT, landed_identities, mark_duplicates
 from eventlake.warehouse.conflicts import conflicts_retried
@@ -73,12 +73,12 @@ def land_batch(
     records: DataFrame,
     *,
     ledger: Ledger,
-    ends: Marks,
+    ends: PartitionOffsets,
     events_path: str,
     rejects_path: str,
     note: str,
     batch_id: int | None = None,
-    starts: Marks | None = None,
+    starts: PartitionOffsets | None = None,
     dedup_horizon: timedelta | None = None,
 ) -> BatchResult:
     """Land one batch of Kafka rows (offsets up to ``ends``) in the events and rejects
@@ -201,7 +201,7 @@ def _verdicts(
     since: datetime | None,
     events_path: str,
     rejects_path: str,
-    marks: tuple[Marks, Marks],
+    marks: tuple[PartitionOffsets, PartitionOffsets],
     replay: bool,
     dedup_horizon: timedelta | None,
 ) -> DataFrame:

@@ -44,7 +44,7 @@ from eventlake.ledger.offset_ranges import (
     starting_offsets_json,
 )
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
-from eventlake.runs.offset_log import planned_batch
+from eventlake.runs.offset_log import logged_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
 from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
 from eventlake.runs.triggers import AVAILABLE_NOW
@@ -237,15 +237,15 @@ def _stream(
             return land_and_apply(batch, batch_id)
 
     def land_and_apply(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
-        planned = planned_batch(claimed.spark_folder, batch_id)
-        starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
-        topics = sorted({topic for topic, _ in planned.ends})
+        logged = logged_batch(claimed.spark_folder, batch_id)
+        starts = logged_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
+        topics = sorted({topic for topic, _ in logged.ends})
         with ledger.leases(settings.warehouse, topics, job=lease_job):
             result = land_batch(
                 spark,
                 batch,
                 ledger=ledger,
-                ends=planned.ends,
+                ends=logged.ends,
                 events_path=events_path,
                 rejects_path=rejects_path,
                 note=note,
@@ -258,8 +258,8 @@ def _stream(
             summary.warnings.extend(result.warnings)
             summary.data_json_invalid += result.data_json_invalid
             if kept_state(settings, request, topics):
-                caught_up = caught_up_clock_ms(settings, request, planned, run_started_ms)
-                backlog.add(result, planned.ends, caught_up, batch_id)
+                caught_up = caught_up_clock_ms(settings, request, logged, run_started_ms)
+                backlog.add(result, logged.ends, caught_up, batch_id)
                 if backlog.due():
                     summary.add_state(
                         apply_backlog(spark, settings, request, ledger, backlog, note, batch)

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from eventlake.binding.decode import decode_records
 from eventlake.ingest.batch import BatchResult
 from eventlake.ledger.commits import unlanded
-from eventlake.ledger.marks import Marks
+from eventlake.ledger.marks import Marks, PartitionOffsets
 from eventlake.state.records import records_from_tables
 from eventlake.warehouse.schemas import EVENTS_SCHEMA, REJECTS_SCHEMA
 from eventlake.warehouse.tables import rejected_by_ingest, rows_added_by
@@ -48,7 +48,7 @@ class LandedBatch:
     the offsets it landed up to, and when (epoch ms) those were the head of the log."""
 
     result: BatchResult
-    ends: Marks
+    ends: PartitionOffsets
     caught_up_ms: int | None = None
     batch_id: int | None = None
 
@@ -78,7 +78,7 @@ class StateBacklog:
     def add(
         self,
         result: BatchResult,
-        ends: Marks,
+        ends: PartitionOffsets,
         caught_up_ms: int | None = None,
         batch_id: int | None = None,
     ) -> None:
@@ -89,9 +89,9 @@ class StateBacklog:
         """Whether the next state step is due now (there is something to apply)."""
         return bool(self.batches) and self.clock() - self.applied_at >= self.interval_seconds
 
-    def ends(self) -> Marks:
+    def ends(self) -> PartitionOffsets:
         """The offsets the backlog landed up to, per partition."""
-        merged: Marks = {}
+        merged: PartitionOffsets = {}
         for landed in self.batches:
             for key, end in landed.ends.items():
                 merged[key] = max(merged.get(key, 0), end)
@@ -120,7 +120,7 @@ def read_back(
     events_path: str,
     rejects_path: str,
     state_marks: Marks,
-    ends: Marks,
+    ends: PartitionOffsets,
 ) -> tuple[DataFrame, bool]:
     """The records of batches ``landed`` (in the order they landed) at or above
     ``state_marks``, as decoded rows for :func:`eventlake.state.apply.apply_state`, and
@@ -156,7 +156,7 @@ def _added_rows(
     on: each batch landed from where the marks and the batches before it stood."""
     covered = dict(state_marks)
 
-    def covers(landed_from: Marks) -> bool:
+    def covers(landed_from: PartitionOffsets) -> bool:
         return all(covered.get(k, 0) >= m for k, m in landed_from.items())
 
     events_versions: list[int] = []
@@ -191,7 +191,11 @@ def _added_rows(
 
 
 def landed_between(
-    spark: SparkSession, events_path: str, rejects_path: str, starts: Marks, ends: Marks
+    spark: SparkSession,
+    events_path: str,
+    rejects_path: str,
+    starts: PartitionOffsets,
+    ends: PartitionOffsets,
 ) -> DataFrame:
     """The records of ``starts`` (inclusive; none: 0) to ``ends`` (exclusive) per
     partition, read from the events and ingest's rejects, as decoded rows for
@@ -207,7 +211,7 @@ def landed_between(
     return records_from_tables(events, rejects)
 
 
-def _in_ranges(starts: Marks, ends: Marks) -> Column:
+def _in_ranges(starts: PartitionOffsets, ends: PartitionOffsets) -> Column:
     ranges = [
         (F.col("kafka_topic") == topic)
         & (F.col("kafka_partition") == partition)

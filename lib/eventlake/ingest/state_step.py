@@ -19,7 +19,7 @@ from eventlake.ingest.state_backlog import StateBacklog, read_back
 from eventlake.kafka.topics import topic_offsets
 from eventlake.ledger.commits import Ledger
 from eventlake.ledger.marks import STATE
-from eventlake.runs.offset_log import PlannedBatch
+from eventlake.runs.offset_log import LoggedBatch
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.state.apply import StateMarks, apply_state
 from eventlake.state.compaction_risk import check_compaction
@@ -90,7 +90,7 @@ def apply_backlog(
 
 
 def caught_up_clock_ms(
-    settings: Settings, request: IngestRequest, planned: PlannedBatch, run_started_ms: int
+    settings: Settings, request: IngestRequest, planned: LoggedBatch, run_started_ms: int
 ) -> int | None:
     """When (epoch ms) a batch's end offsets were the head of the log, if they were: the
     state table then has read everything written before that time.
@@ -99,7 +99,7 @@ def caught_up_clock_ms(
     available-now run: the head at its start); with ``max_offsets_per_trigger`` the batch
     counts only when its ends reach the head Kafka reports now."""
     if not settings.max_offsets_per_trigger:
-        return run_started_ms if request.trigger == AVAILABLE_NOW else planned.planned_at_ms
+        return run_started_ms if request.trigger == AVAILABLE_NOW else planned.logged_at_ms
     now_ms = int(time.time() * 1000)
     for topic in {t for t, _ in planned.ends}:
         _, head = topic_offsets(settings, topic)

@@ -22,7 +22,7 @@ from eventlake.core.engine_internals import CHECKED_VERSIONS
 from eventlake.core.errors import EventlakeError, Refused, TryAgainLater
 from eventlake.core.locations import Location
 from eventlake.ledger.lease import LEASE_WAIT_SECONDS, topic_leases
-from eventlake.ledger.marks import Marks, commit_note, ledger_key, read_marks
+from eventlake.ledger.marks import Marks, PartitionOffsets, commit_note, ledger_key, read_marks
 from eventlake.warehouse.conflicts import retry_conflicts
 
 #: Delta versions whose transaction API :class:`io.eventlake.ledger.DeltaLedger` was
@@ -80,7 +80,7 @@ def check_delta_version() -> str:
 def only_missing(
     records: DataFrame,
     marks: Marks,
-    starts: Marks | None,
+    starts: PartitionOffsets | None,
     *,
     topic: str = "kafka_topic",
     partition: str = "kafka_partition",

@@ -30,8 +30,10 @@ STATE: Final = "state"
 CAUGHT_UP: Final = "state-caught-up"
 
 
-#: (topic, partition) -> next offset.
-Marks = dict[tuple[str, int], int]
+#: (topic, partition) -> offset: where a range of records starts or ends.
+PartitionOffsets = dict[tuple[str, int], int]
+#: (topic, partition) -> the next offset to land: what the ledger holds for a job.
+Marks = PartitionOffsets
 
 
 def ledger_key(job: str, topic: str, partition: int) -> str:

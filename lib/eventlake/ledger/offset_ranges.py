@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.core.offset_specs import EARLIEST, LATEST
 from eventlake.core.settings import Settings
-from eventlake.ledger.marks import Marks
+from eventlake.ledger.marks import Marks, PartitionOffsets
 
 
 def requested_starts(spec: str, partitions: Mapping[str, int]) -> Marks:
@@ -39,7 +39,9 @@ def requested_starts(spec: str, partitions: Mapping[str, int]) -> Marks:
     }
 
 
-def starting_offsets_json(marks: Marks, partitions: Mapping[str, int], requested: Marks) -> str:
+def starting_offsets_json(
+    marks: Marks, partitions: Mapping[str, int], requested: PartitionOffsets
+) -> str:
     """Spark's ``startingOffsets`` for ``partitions`` (topic -> count): the mark where
     there is one, else the ``requested`` offset (-2: earliest, -1: latest). Spark wants
     every partition named.
@@ -63,7 +65,7 @@ def bounded_range(
     starting: str,
     ending: str,
     partitions: Mapping[str, int],
-) -> tuple[Marks, Marks]:
+) -> tuple[PartitionOffsets, PartitionOffsets]:
     """(starts, ends) of a bounded run: from ``landed`` (the ledger's marks; where none,
     ``starting``) up to ``ending`` ('latest' or per-partition JSON, -1: latest), resolved
     to offsets with Kafka's log start and end; a start is never past its end.
@@ -76,8 +78,8 @@ def bounded_range(
 
     given = {} if ending == "latest" else json.loads(ending)
     requested = requested_starts(starting, partitions)
-    starts: Marks = {}
-    ends: Marks = {}
+    starts: PartitionOffsets = {}
+    ends: PartitionOffsets = {}
     for topic, count in partitions.items():
         log_start, head = topic_offsets(settings, topic)
         for partition in range(count):
@@ -93,7 +95,7 @@ def bounded_range(
     return starts, ends
 
 
-def nothing_to_read(starts: Marks, ends: Marks) -> bool:
+def nothing_to_read(starts: PartitionOffsets, ends: PartitionOffsets) -> bool:
     """Whether a bounded range is empty in every partition.
 
     Example:
@@ -103,7 +105,9 @@ def nothing_to_read(starts: Marks, ends: Marks) -> bool:
     return all(starts[key] >= end for key, end in ends.items())
 
 
-def split_range(starts: Marks, ends: Marks, at_most: int) -> list[tuple[Marks, Marks]]:
+def split_range(
+    starts: PartitionOffsets, ends: PartitionOffsets, at_most: int
+) -> list[tuple[PartitionOffsets, PartitionOffsets]]:
     """A bounded range cut into consecutive pieces of about ``at_most`` offsets in all
     (rounding may add one per partition), each partition advanced in proportion to its
     share, so that every piece reads every partition; the last piece ends at ``ends``.
@@ -126,7 +130,10 @@ def split_range(starts: Marks, ends: Marks, at_most: int) -> list[tuple[Marks, M
 
 
 def read_range(
-    spark: SparkSession, options: Mapping[str, str], starts: Marks, ends: Marks
+    spark: SparkSession,
+    options: Mapping[str, str],
+    starts: PartitionOffsets,
+    ends: PartitionOffsets,
 ) -> DataFrame:
     """The records of Spark's Kafka source (``options``) from ``starts`` to ``ends``.
 
@@ -143,7 +150,7 @@ def read_range(
     )
 
 
-def offsets_json(offsets: Marks) -> str:
+def offsets_json(offsets: PartitionOffsets) -> str:
     """Spark's ``startingOffsets``/``endingOffsets`` JSON of per-partition offsets.
 
     Example:

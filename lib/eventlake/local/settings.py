@@ -26,14 +26,11 @@ class LocalSettings(Settings):
     """Job settings plus the local broker's and Airflow's; see the module docstring."""
 
     kafka_jars_dir: Path = in_project(
-        "infra",
-        "jars",
-        "kafka",
+        "infra/jars/kafka",
         description="Folder holding the Apache Kafka broker jars (make jars).",
     )
     broker_dir: Path = in_project(
-        "var",
-        "broker",
+        "var/broker",
         description="Data, logs and pid file of the local broker.",
     )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
@@ -44,16 +41,14 @@ class LocalSettings(Settings):
         "(SCRAM-SHA-512) on this port, for the user in kafka_options/kafka_password.",
     )
     airflow_home: Path = in_project(
-        "var",
-        "airflow",
+        "var/airflow",
         description="AIRFLOW_HOME of the local Airflow that `make demo` starts.",
     )
     airflow_port: int = Field(default=8080, description="Port of the local Airflow UI/API.")
     broker_heap: str = Field(default="512m", description="Java heap of the local broker.")
     # The local cluster (eventlake cluster start): Spark standalone, PostgreSQL, Airflow.
     cluster_dir: Path = in_project(
-        "var",
-        "cluster",
+        "var/cluster",
         description="Data, logs and pids of the local cluster (Spark standalone, "
         "PostgreSQL, its Airflow).",
     )

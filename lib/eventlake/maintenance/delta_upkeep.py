@@ -128,7 +128,7 @@ def _commits_since(spark: SparkSession, path: str, version: int) -> list[Any]:
 
 
 def _optimize(spark: SparkSession, path: str) -> tuple[int, int]:
-    """OPTIMIZE (bin-packing compaction); (files removed, files added)."""
+    """OPTIMIZE (small files bin-packed into larger ones); (files removed, files added)."""
     from delta.tables import DeltaTable
 
     rows = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()

@@ -5,7 +5,7 @@ The modules, one concern each (:mod:`eventlake.quality.run` describes a run step
 * ``run``: :func:`run_checks`, one run from slice to published results;
 * ``request``: :class:`CheckRequest` (what to check) and :class:`QualityError`;
 * ``config``: the rules per topic (``EVENTLAKE_QUALITY``), checks and severities;
-* ``plan``: a topic's expectations from its rules, and the derived columns they read;
+* ``suite``: a topic's expectations suite from its rules, and the derived columns they read;
 * ``patterns``: the attribute patterns (URI reference, absolute URI, media type);
 * ``slices``: the rows a Delta table gained since a version, from the Delta log;
 * ``measure``: every topic's checks counted in one aggregate pass over the slice;
@@ -42,7 +42,7 @@ from eventlake.quality.results import CheckReport, CheckResult
 
 # Before any module of the package can import great_expectations: its import-time loggers
 # are quietened and the modules it imports for nothing deferred. Python runs this file
-# before any module of the package, so importing one of them alone (eventlake.quality.plan,
+# before any module of the package, so importing one of them alone (eventlake.quality.suite,
 # say) gets the same import.
 quiet_gx_import_logs()
 defer_unused_gx_imports()

@@ -1,5 +1,5 @@
 """Great Expectations as the checks use it: the context, a validator per run, and reading
-GX's results back (by plan index, with labels and exception messages).
+GX's results back (by suite index, with labels and exception messages).
 
 Its import of great_expectations is prepared by the package's ``__init__``, which Python
 runs first: GX's import-time loggers quietened, the modules GX imports but the checks never
@@ -41,7 +41,7 @@ from great_expectations.validator.validation_statistics import calc_validation_s
 from pyspark.sql import DataFrame
 
 from eventlake.core.settings import Settings
-from eventlake.quality.model import PLAN_INDEX, CheckCounts
+from eventlake.quality.model import SUITE_INDEX, CheckCounts
 from eventlake.quality.request import QualityError
 from eventlake.warehouse.names import EVENTS
 
@@ -284,13 +284,13 @@ def _metric_value(name: str, counts: CheckCounts, expectation_type: str) -> Any:
 def results_by_plan_index(
     outcome: ExpectationSuiteValidationResult,
 ) -> dict[int, ExpectationValidationResult]:
-    """GX orders results its own way: key them by the plan index kept in their meta."""
+    """GX orders results its own way: key them by the suite index kept in their meta."""
     results = {}
     for result in outcome.results:
         configuration = result.expectation_config
         if configuration is None or configuration.meta is None:
             raise QualityError("GX returned a result without its expectation")
-        results[int(configuration.meta[PLAN_INDEX])] = result
+        results[int(configuration.meta[SUITE_INDEX])] = result
     return results
 
 

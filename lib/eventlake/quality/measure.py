@@ -4,13 +4,13 @@ Great Expectations computes each suite's metrics with a Spark job per metric bun
 more for row conditions and unexpected values; a run of many topics would scan the slice
 once per topic on top. Here one ``groupBy(kafka_topic)`` aggregate counts, for every
 topic at once, its rows, the nulls of each checked column and the offending rows of each
-planned check (:attr:`eventlake.quality.model.PlannedCheck.unexpected`, the same
+suite check (:attr:`eventlake.quality.model.SuiteCheck.unexpected`, the same
 condition a failed check's sample uses). GX then judges each expectation from these
 counts (:meth:`eventlake.quality.gx.Validator.record`), so it stays the engine of record
 for the suites, the results and Data Docs.
 
 Example:
-    >>> measured = measure_slice(frame, {"orders": plan_checks(rules, latest_time=latest)})
+    >>> measured = measure_slice(frame, {"orders": suite_checks(rules, latest_time=latest)})
     >>> measured["orders"].rows, measured["orders"].unexpected[0]
     (1000, 0)"""
 
@@ -23,12 +23,12 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eventlake.quality.model import CheckCounts, PlannedCheck
+from eventlake.quality.model import CheckCounts, SuiteCheck
 
 
 @dataclass(frozen=True)
 class TopicMeasures:
-    """One topic's counts: rows, nulls per checked column, and per planned check (plan
+    """One topic's counts: rows, nulls per checked column, and per suite check (suite
     order) its offending rows (None: a table-level check)."""
 
     rows: int
@@ -36,7 +36,7 @@ class TopicMeasures:
     unexpected: tuple[int | None, ...]
 
     def counts_of(self, index: int, column: str | None) -> CheckCounts:
-        """The counts of planned check ``index``, whose expectation reads ``column``.
+        """The counts of suite check ``index``, whose expectation reads ``column``.
 
         Example:
             >>> TopicMeasures(3, {"id": 1}, (1,)).counts_of(0, "id")
@@ -49,34 +49,34 @@ class TopicMeasures:
         )
 
 
-def no_rows(checks: Sequence[PlannedCheck]) -> TopicMeasures:
+def no_rows(checks: Sequence[SuiteCheck]) -> TopicMeasures:
     """The counts of a topic the slice has no row of.
 
     Example:
-        >>> no_rows(planned).rows
+        >>> no_rows(suites).rows
         0
     """
     return TopicMeasures(0, {}, tuple(None if c.unexpected is None else 0 for c in checks))
 
 
 def measure_slice(
-    frame: DataFrame, planned: Mapping[str | None, Sequence[PlannedCheck]]
+    frame: DataFrame, suites: Mapping[str | None, Sequence[SuiteCheck]]
 ) -> dict[str, TopicMeasures]:
-    """Count, per topic, what its planned checks need: one Spark job, one pass over
+    """Count, per topic, what its suite's checks need: one Spark job, one pass over
     ``frame`` (its rows carry ``kafka_topic`` and the columns the checks read).
-    ``planned[None]``, when given, is the plan of every topic ``planned`` does not name;
+    ``suites[None]``, when given, is the suite of every topic ``suites`` does not name;
     without it only the named topics are counted. Every named topic is in the result
     (zeros when it has no rows), and every other topic the slice holds.
 
     Example:
-        >>> measure_slice(frame, {None: default_plan, "orders": orders_plan})["orders"].rows
+        >>> measure_slice(frame, {None: default_suite, "orders": orders_suite})["orders"].rows
         1000
     """
     aggregates: dict[str, Column] = {"_rows": F.count(F.lit(1))}
     # The same condition in several topics' plans (the default rules) is counted once.
     condition_alias: dict[str, str] = {}
     null_alias: dict[str, str] = {}
-    for checks in planned.values():
+    for checks in suites.values():
         for check in checks:
             if check.unexpected is not None:
                 key = str(check.unexpected)
@@ -88,8 +88,8 @@ def measure_slice(
                 null_alias[column] = f"_n{len(null_alias)}"
                 aggregates[null_alias[column]] = F.count_if(F.col(column).isNull())
     topic = F.col("kafka_topic")
-    named = [t for t in planned if t is not None]
-    counted = frame if None in planned else frame.where(topic.isin(named))
+    named = [t for t in suites if t is not None]
+    counted = frame if None in suites else frame.where(topic.isin(named))
     rows = {
         row["kafka_topic"]: row
         for row in counted.groupBy(topic)
@@ -99,7 +99,7 @@ def measure_slice(
     measured: dict[str, TopicMeasures] = {}
     for name in dict.fromkeys([*named, *rows]):
         row = rows.get(name)
-        checks = planned[name] if name in planned else planned[None]
+        checks = suites[name] if name in suites else suites[None]
 
         def count(alias: str, row: Any = row) -> int:
             return 0 if row is None else int(row[alias])

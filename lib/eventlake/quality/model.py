@@ -1,6 +1,6 @@
 """The quality check's value types, shared by planning, measuring and judging: a
-planned check, the counts a measuring pass gives, and the GX metadata key that ties
-an expectation to its planned check.
+suite check, the counts a measuring pass gives, and the GX metadata key that ties
+an expectation to its suite check.
 
 Example:
     >>> CheckCounts(rows=10, unexpected=0)
@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # types only: this module is imported by GX's side and Spark'
     from pyspark.sql import Column
 
 
-#: Meta key of an expectation's position in the plan (GX reorders results).
-PLAN_INDEX: Final = "eventlake_plan_index"
+#: Meta key of an expectation's position in the suite (GX reorders results).
+SUITE_INDEX: Final = "eventlake_plan_index"
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class CheckCounts:
 
 
 @dataclass(frozen=True)
-class PlannedCheck:
+class SuiteCheck:
     """One expectation of a topic's suite and the Spark condition of its offending rows."""
 
     check: CheckName

@@ -13,7 +13,7 @@ One run (:func:`run_checks`):
    topic's checks need: rows, nulls per checked column, offending rows per check
    (:mod:`eventlake.quality.measure`).
 4. **Validate** per topic: an expectation suite built from the topic's rules
-   (:mod:`eventlake.quality.config`, :mod:`eventlake.quality.plan`) is judged by GX from
+   (:mod:`eventlake.quality.config`, :mod:`eventlake.quality.suite`) is judged by GX from
    those counts; the rejects rate runs through GX's Spark data source on a one-row-per-
    topic frame of the slice's counts (:mod:`eventlake.quality.validation`).
 5. **Sample**: for a failed check its condition runs again in Spark and the first 10
@@ -50,18 +50,18 @@ from eventlake.quality.config import (
 )
 from eventlake.quality.gx import Validator
 from eventlake.quality.measure import TopicMeasures, measure_slice, no_rows
-from eventlake.quality.model import PlannedCheck
-from eventlake.quality.plan import (
-    CHECKED_COLUMNS,
-    NO_REPEATS,
-    plan_checks,
-    repeated_identities,
-    with_occurrences,
-    with_topic_columns,
-)
+from eventlake.quality.model import SuiteCheck
 from eventlake.quality.request import CheckRequest, QualityError, require_checkable
 from eventlake.quality.results import CheckReport, last_checked_versions, write_results
 from eventlake.quality.slices import read_slice, table_as_of
+from eventlake.quality.suite import (
+    CHECKED_COLUMNS,
+    NO_REPEATS,
+    repeated_identities,
+    suite_checks,
+    with_occurrences,
+    with_topic_columns,
+)
 from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.runs.lineage import Assertion, job_run, table_dataset
 from eventlake.runs.stop_signals import StopSignals, cancel_spark_jobs
@@ -188,17 +188,17 @@ def _run_checks(
     def latest_time(rules: TopicRules) -> datetime:
         return run_time + timedelta(seconds=rules.max_future_skew_seconds)
 
-    def plan(rules: TopicRules) -> list[PlannedCheck]:
-        return plan_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
+    def suite_of(rules: TopicRules) -> list[SuiteCheck]:
+        return suite_checks(rules, latest_time=latest_time(rules), has_occurrences=uniqueness)
 
     # Every check of every topic counted in one pass over the slice; GX judges the counts.
-    planned: dict[str | None, list[PlannedCheck]] = {t: plan(r) for t, r in named_rules.items()}
+    suites: dict[str | None, list[SuiteCheck]] = {t: suite_of(r) for t, r in named_rules.items()}
     if request.topic is None:
-        planned[None] = plan(rules_config.defaults)
+        suites[None] = suite_of(rules_config.defaults)
 
     def measured_slice(events: DataFrame) -> tuple[DataFrame, dict[str, TopicMeasures]]:
         events = with_topic_columns(events, rules_config.defaults, named_rules)
-        return events, measure_slice(events, planned)
+        return events, measure_slice(events, suites)
 
     def stopped() -> _CheckStopped:
         report.results, report.stopped_by = [], signals.signal_name
@@ -239,7 +239,7 @@ def _run_checks(
             for topic in topics:
                 # A topic with rejects only has no row in the slice: its counts are zeros.
                 topic_measures = measured.get(topic) or no_rows(
-                    planned[topic] if topic in planned else planned[None]
+                    suites[topic] if topic in suites else suites[None]
                 )
                 report.results += check_topic(
                     validator,
@@ -252,7 +252,7 @@ def _run_checks(
                 )
             counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
             report.results += check_rejects_rates(validator, rules, counts, rejects)
-            # Grouped by topic for reading; the sort is stable, plan order stays.
+            # Grouped by topic for reading; the sort is stable, suite order stays.
             report.results.sort(key=lambda r: r.topic)
             report.docs_index = validator.build_docs()
         rejects_version = rejects_slice.end_version if rejects_slice else -1

@@ -1,5 +1,5 @@
 """Validating a run's slice: each topic's events suite and the rejects-rate suite run
-through GX, their outcomes turned into :class:`CheckResult` rows in plan order.
+through GX, their outcomes turned into :class:`CheckResult` rows in suite order.
 
 The events suites are judged by GX from the counts of one pass over the slice
 (:mod:`eventlake.quality.measure`); for a failed check its condition runs again in Spark
@@ -30,10 +30,10 @@ from eventlake.quality.gx import (
     results_by_plan_index,
 )
 from eventlake.quality.measure import TopicMeasures
-from eventlake.quality.model import PLAN_INDEX, CheckCounts
-from eventlake.quality.plan import LATEST_TIME_PARAMETER, plan_checks
+from eventlake.quality.model import SUITE_INDEX, CheckCounts
 from eventlake.quality.request import QualityError
 from eventlake.quality.results import CheckResult, Coordinate, clip
+from eventlake.quality.suite import LATEST_TIME_PARAMETER, suite_checks
 from eventlake.warehouse.names import EVENTS, KAFKA_COORDINATES
 
 SAMPLE_SIZE: Final = 10
@@ -87,8 +87,8 @@ def check_topic(
     has_occurrences: bool,
 ) -> list[CheckResult]:
     """Judge one topic's events slice against its rules from its counts (``measured``, by
-    :func:`eventlake.quality.measure.measure_slice` with the plan of the same rules and
-    ``latest_time``); results in plan order. ``frame`` (every topic's rows, with the
+    :func:`eventlake.quality.measure.measure_slice` with the suite of the same rules and
+    ``latest_time``); results in suite order. ``frame`` (every topic's rows, with the
     derived columns) is read again only for the sample of a check that failed.
 
     Example:
@@ -99,36 +99,36 @@ def check_topic(
         >>> [(r.check.value, r.success) for r in results][:1]
         [('required_not_null', True)]
     """
-    planned = plan_checks(rules, latest_time=latest_time, has_occurrences=has_occurrences)
-    if not planned:
+    suite = suite_checks(rules, latest_time=latest_time, has_occurrences=has_occurrences)
+    if not suite:
         return []
-    if len(planned) != len(measured.unexpected):
-        raise QualityError(f"topic {topic}: the counts were taken for another plan of checks")
+    if len(suite) != len(measured.unexpected):
+        raise QualityError(f"topic {topic}: the counts were taken for another suite of checks")
     outcome = validator.record(
         f"{EVENTS}.{topic}",
         validator.events_batch,
-        [p.expectation for p in planned],
-        [measured.counts_of(index, p.column) for index, p in enumerate(planned)],
+        [p.expectation for p in suite],
+        [measured.counts_of(index, p.column) for index, p in enumerate(suite)],
         {LATEST_TIME_PARAMETER: latest_time},
     )
     by_index = results_by_plan_index(outcome)
     own_rows = frame.where(F.col("kafka_topic") == topic)
     results: list[CheckResult] = []
-    for index, plan in enumerate(planned):
+    for index, entry in enumerate(suite):
         result = by_index[index]
         details = result.result or {}
         error = exception_message(result.exception_info)
         success = bool(result.success) and error is None
         sample: tuple[Coordinate, ...] = ()
         examples: tuple[Any, ...] = ()
-        if not success and error is None and plan.unexpected is not None:
-            sample, examples = _sample(own_rows, plan.unexpected, plan.column)
+        if not success and error is None and entry.unexpected is not None:
+            sample, examples = _sample(own_rows, entry.unexpected, entry.column)
         results.append(
             CheckResult(
                 topic=topic,
-                check=plan.check,
+                check=entry.check,
                 expectation=expectation_label(result.expectation_config),
-                severity=plan.severity,
+                severity=entry.severity,
                 success=success,
                 observed_value=f"error: {clip(error, 200)}"
                 if error
@@ -177,7 +177,7 @@ def check_rejects_rates(
                 row_condition=GxColumn("kafka_topic") == topic,
                 description=f"{CheckName.REJECTS_RATE.value} [{severity}]: at most "
                 f"{threshold:.2%} of the records of topic {topic} are rejects",
-                meta={"eventlake_check": CheckName.REJECTS_RATE.value, PLAN_INDEX: index},
+                meta={"eventlake_check": CheckName.REJECTS_RATE.value, SUITE_INDEX: index},
             )
         )
     outcome = validator.record(

@@ -7,7 +7,7 @@ What lives here, one concern a module:
 
 * :mod:`~eventlake.republish.request`: :class:`RepublishRequest` (the options, checked
   when made), :class:`RepublishError`, :func:`parse_pair`;
-* :mod:`~eventlake.republish.plan`: what happens to each record (its new key, value and
+* :mod:`~eventlake.republish.routing`: what happens to each record (its new key, value and
   headers from the encoder, the reasons not to republish), and :func:`trail_entries` to
   read a trail back;
 * :mod:`~eventlake.binding.encode`: the Python wrapper of the JVM encoder, the binding
@@ -28,13 +28,13 @@ Example:
     'republish raw -> orders: read=10 republished=10 rejected=0 batches=1 seconds=3.0'
 """
 
-from eventlake.republish.plan import RepublishReason, trail_entries
 from eventlake.republish.request import (
     DEFAULT_TRAIL_HEADER,
     RepublishError,
     RepublishRequest,
     parse_pair,
 )
+from eventlake.republish.routing import RepublishReason, trail_entries
 from eventlake.republish.run import RepublishSummary, run_republish
 
 __all__ = [

@@ -1,5 +1,5 @@
 """Running a republish: :func:`run_republish` prepares the target topic and the rejects
-table, then runs the plan (:mod:`eventlake.republish.plan`) as a stream, or as one
+table, then runs the routing (:mod:`eventlake.republish.routing`) as a stream, or as one
 bounded batch when the request has ending offsets, and counts it in a
 :class:`RepublishSummary`.
 
@@ -46,7 +46,7 @@ from eventlake.kafka.connection import check_connection, connection_loss_explain
 from eventlake.kafka.connector_options import kafka_source_options
 from eventlake.kafka.topics import create_topic, partition_counts, require_topics
 from eventlake.ledger.commits import Ledger, LedgerMovedError, only_missing
-from eventlake.ledger.marks import Marks
+from eventlake.ledger.marks import PartitionOffsets
 from eventlake.ledger.offset_ranges import (
     bounded_range,
     nothing_to_read,
@@ -54,15 +54,15 @@ from eventlake.ledger.offset_ranges import (
     requested_starts,
     starting_offsets_json,
 )
-from eventlake.republish.plan import (
+from eventlake.republish.request import RepublishError, RepublishRequest
+from eventlake.republish.routing import (
     REPUBLISH_REASONS,
     counted_plan,
-    planned_records,
-    planned_rejects,
+    routed_records,
+    routed_rejects,
 )
-from eventlake.republish.request import RepublishError, RepublishRequest
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
-from eventlake.runs.offset_log import planned_batch
+from eventlake.runs.offset_log import logged_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
 from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
 from eventlake.runs.summary import RunSummary
@@ -158,8 +158,8 @@ def _ensure_rejects_table(spark: SparkSession, settings: Settings) -> str:
     return path
 
 
-def _write_kafka(settings: Settings, request: RepublishRequest, planned: DataFrame) -> None:
-    write_to_kafka(planned_records(planned), settings, request.target)
+def _write_kafka(settings: Settings, request: RepublishRequest, routed: DataFrame) -> None:
+    write_to_kafka(routed_records(routed), settings, request.target)
 
 
 def run_republish(
@@ -230,7 +230,7 @@ class _Run:
         return RepublishSummary(source=self.request.source, target=self.request.target)
 
     def write_records(self, records: DataFrame) -> dict[str | None, int]:
-        """Write the plan of ``records`` to the target topic; its records per reason
+        """Write the routed ``records`` to the target topic; its records per reason
         (None: republished), counted in the same pass."""
         seen = Observation()
         _write_kafka(self.settings, self.request, self._plan(records, seen))
@@ -243,16 +243,16 @@ class _Run:
         store: Callable[[DataFrame], None],
         where: str = "",
     ) -> None:
-        """Plan ``records`` again and hand their rejects to ``store``; warn when this
+        """Route ``records`` again and hand their rejects to ``store``; warn when this
         second read found fewer rejects than ``counts`` (the first read's)."""
         seen_again = Observation()
-        store(planned_rejects(self._plan(records, seen_again), self.request.target))
+        store(routed_rejects(self._plan(records, seen_again), self.request.target))
         warning = rejects_lost(counts, reason_counts(seen_again, REPUBLISH_REASONS))
         if warning:
             _log.warning(f"republish: WARNING {where}{warning}")
 
     def _plan(self, records: DataFrame, seen: Observation) -> DataFrame:
-        """The plan of ``records``, counted by reason into ``seen`` by the first action."""
+        """The routing of ``records``, counted by reason into ``seen`` by the first action."""
         return counted_plan(records, self.request, seen, target_compacted=self.compacted)
 
 
@@ -305,11 +305,11 @@ def _stream(
     summary = run.summary()
 
     def write_batch(batch: DataFrame, batch_id: int) -> dict[str | None, int]:
-        planned = planned_batch(claimed.spark_folder, batch_id)
-        starts = planned_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
+        logged = logged_batch(claimed.spark_folder, batch_id)
+        starts = logged_batch(claimed.spark_folder, batch_id - 1).ends if batch_id else None
         with ledger.leases(run.settings.warehouse, [_lease(run.request)], job="republish"):
             note = f"{claimed.folder.name} batch {batch_id}"
-            return _send(spark, run, ledger, batch, planned.ends, starts, note, batch_id)
+            return _send(spark, run, ledger, batch, logged.ends, starts, note, batch_id)
 
     claimed.stream(spark, options, write_batch, summary, run.settings.progress_seconds)
     return summary
@@ -320,8 +320,8 @@ def _send(
     run: _Run,
     ledger: Ledger,
     records: DataFrame,
-    ends: Marks,
-    starts: Marks | None,
+    ends: PartitionOffsets,
+    starts: PartitionOffsets | None,
     note: str,
     batch_id: int | None = None,
 ) -> dict[str | None, int]:

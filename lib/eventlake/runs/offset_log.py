@@ -1,15 +1,16 @@
-"""What Spark planned for a micro-batch: the Kafka offsets it reads up to, and when.
+"""What Spark logged for a micro-batch before running it: the Kafka offsets it reads up to,
+and when.
 
 Spark writes each batch's end offsets to ``<checkpoint>/offsets/<batch id>`` before the
-batch runs (its write-ahead log), in a format of its own: a version line, the batch's
+batch runs (its write-ahead log), in a format of its own: a format line ("v1"), the batch's
 metadata (``batchTimestampMs``) as JSON, then one JSON line per source. eventlake's
 streams have one source, Kafka: ``{"topic": {"partition": offset}}``. The ledger
 records these end offsets as the batch's marks. This module is the one reader of that
-format, and refuses a version it was not checked with.
+format, and refuses a format it was not checked with.
 
 Example:
-    >>> planned_batch(checkpoint / "spark", 7)
-    PlannedBatch(ends={('orders', 0): 1300}, planned_at_ms=1764050000000)
+    >>> logged_batch(checkpoint / "spark", 7)
+    LoggedBatch(ends={('orders', 0): 1300}, logged_at_ms=1764050000000)
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Final
 
 from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import Location
-from eventlake.ledger.marks import Marks
+from eventlake.ledger.marks import PartitionOffsets
 from eventlake.storage.store import names, read_text
 
-#: Versions of Spark's offset log this reader was checked with (Spark 4.1).
-CHECKED_OFFSET_LOG_VERSIONS: Final = frozenset({"v1"})
+#: Formats of Spark's offset log this reader was checked with (Spark 4.1).
+CHECKED_OFFSET_LOG_FORMATS: Final = frozenset({"v1"})
 
 
 class OffsetLogError(EventlakeError, RuntimeError):
@@ -32,19 +33,19 @@ class OffsetLogError(EventlakeError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class PlannedBatch:
-    """A micro-batch's end offset per (topic, partition) and when Spark planned it."""
+class LoggedBatch:
+    """A micro-batch's end offset per (topic, partition) and when Spark logged it."""
 
-    ends: Marks
-    planned_at_ms: int
+    ends: PartitionOffsets
+    logged_at_ms: int
 
 
-def planned_batch(spark_folder: Location, batch_id: int) -> PlannedBatch:
+def logged_batch(spark_folder: Location, batch_id: int) -> LoggedBatch:
     """The end offsets and planning time of batch ``batch_id`` of the stream whose Spark
     checkpoint is ``spark_folder``.
 
     Example:
-        >>> planned_batch(Path("/wh/_checkpoints/ingest-topics_orders/spark"), 0).ends
+        >>> logged_batch(Path("/wh/_checkpoints/ingest-topics_orders/spark"), 0).ends
         {('orders', 0): 1200, ('orders', 1): 1187}
     """
     path = spark_folder / "offsets" / str(batch_id)
@@ -52,10 +53,10 @@ def planned_batch(spark_folder: Location, batch_id: int) -> PlannedBatch:
     if text is None:
         raise FileNotFoundError(f"{path}: no such batch in Spark's offset log")
     lines = text.splitlines()
-    if not lines or lines[0] not in CHECKED_OFFSET_LOG_VERSIONS:
+    if not lines or lines[0] not in CHECKED_OFFSET_LOG_FORMATS:
         raise OffsetLogError(
-            f"{path}: Spark's offset log version {lines[0] if lines else '(empty)'!r} is not "
-            f"one eventlake reads ({sorted(CHECKED_OFFSET_LOG_VERSIONS)}); check "
+            f"{path}: Spark's offset log format {lines[0] if lines else '(empty)'!r} is not "
+            f"one eventlake reads ({sorted(CHECKED_OFFSET_LOG_FORMATS)}); check "
             "eventlake.runs.offset_log against this Spark version."
         )
     metadata = json.loads(lines[1]) if len(lines) > 1 else {}
@@ -66,7 +67,7 @@ def planned_batch(spark_folder: Location, batch_id: int) -> PlannedBatch:
         for topic, partitions in offsets.items()
         for partition, offset in partitions.items()
     }
-    return PlannedBatch(ends, int(metadata.get("batchTimestampMs", 0)))
+    return LoggedBatch(ends, int(metadata.get("batchTimestampMs", 0)))
 
 
 def last_committed_batch(spark_folder: Location) -> int | None:

@@ -41,7 +41,7 @@ from eventlake.ledger.checkpoint import (
     hold_checkpoint,
 )
 from eventlake.ledger.marks import Marks
-from eventlake.runs.offset_log import last_committed_batch, planned_batch
+from eventlake.runs.offset_log import last_committed_batch, logged_batch
 from eventlake.runs.stop_signals import StopSignals
 from eventlake.runs.summary import RunSummary
 from eventlake.runs.triggers import AVAILABLE_NOW, PROCESSING_TIME_PREFIX
@@ -140,7 +140,7 @@ class ClaimedCheckpoint:
         last = last_committed_batch(self.spark_folder)
         if last is None:
             return not any_name(self.spark_folder / "offsets", lambda name: True)
-        ends = planned_batch(self.spark_folder, last).ends
+        ends = logged_batch(self.spark_folder, last).ends
         # A partition the ledger has no mark for holds nothing in the tables.
         ahead = sorted(k for k, end in ends.items() if end > position.get(k, 0))
         if not ahead:

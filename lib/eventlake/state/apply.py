@@ -22,7 +22,7 @@ from eventlake.binding.reason_counts import observed_values
 from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import FilesChangedError, Ledger
-from eventlake.ledger.marks import STATE, Marks, caught_up_key
+from eventlake.ledger.marks import STATE, PartitionOffsets, caught_up_key
 from eventlake.spark.rows import release
 from eventlake.spark.session import session_conf
 from eventlake.state.records import StateChange, applicable_records, latest_per_key
@@ -76,7 +76,7 @@ class StateMarks:
     :func:`commit_state_marks` (its arguments but the topic)."""
 
     ledger: Ledger
-    ends: Marks
+    ends: PartitionOffsets
     caught_up_ms: int | None
     note: str
     batch: int | None = None
@@ -248,7 +248,7 @@ def commit_state_marks(
     ledger: Ledger,
     settings: Settings,
     topic: str,
-    ends: Marks,
+    ends: PartitionOffsets,
     *,
     caught_up_ms: int | None,
     note: str,
@@ -275,7 +275,7 @@ def commit_first_rows(
     topic: str,
     rows: DataFrame,
     version: int,
-    ends: Marks,
+    ends: PartitionOffsets,
     *,
     caught_up_ms: int | None,
     note: str,
@@ -307,7 +307,7 @@ def _commit_marks(
     ledger: Ledger,
     path: str,
     topic: str,
-    ends: Marks,
+    ends: PartitionOffsets,
     pending: Any,
     caught_up_ms: int | None,
     note: str,

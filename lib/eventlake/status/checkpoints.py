@@ -20,7 +20,7 @@ from eventlake.core.settings import Settings
 from eventlake.ledger.checkpoint import IDENTITY_FILE, SPARK_FOLDER, checkpoint_holder
 from eventlake.ledger.lease import leased_topics
 from eventlake.ledger.marks import INGEST, read_marks
-from eventlake.runs.offset_log import OffsetLogError, last_committed_batch, planned_batch
+from eventlake.runs.offset_log import OffsetLogError, last_committed_batch, logged_batch
 from eventlake.runs.triggers import PROCESSING_TIME_PREFIX
 from eventlake.storage.store import modified_at, names, read_text
 from eventlake.warehouse.names import (
@@ -180,7 +180,7 @@ def read_checkpoint(folder: Location) -> CheckpointStatus:
     if batch is not None:
         committed_at = modified_at(spark_folder / "commits" / str(batch))
         try:
-            seen = tuple(sorted({t for t, _ in planned_batch(spark_folder, batch).ends}))
+            seen = tuple(sorted({t for t, _ in logged_batch(spark_folder, batch).ends}))
         except (OSError, ValueError, OffsetLogError) as error:
             problem = f"Spark's offsets of batch {batch} cannot be read ({error})"
     kind, _, value = source.partition(":")

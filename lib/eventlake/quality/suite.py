@@ -1,12 +1,12 @@
 """Check planning: the expectations of one topic's events suite, built from its rules, and
 the derived columns some of them look at.
 
-Each :class:`PlannedCheck` pairs a GX expectation with the Spark condition of the rows
+Each :class:`SuiteCheck` pairs a GX expectation with the Spark condition of the rows
 that break it, so a failed check's offending rows can be sampled with the same meaning.
 
 Example:
     >>> rules = TopicRules(checks={CheckName.SPECVERSION, CheckName.ROW_COUNT})
-    >>> [p.check.value for p in plan_checks(rules, latest_time=datetime.now(UTC))]
+    >>> [p.check.value for p in suite_checks(rules, latest_time=datetime.now(UTC))]
     ['specversion', 'row_count']"""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 
 from eventlake.binding.decode import PARTITIONKEY, REQUIRED_ATTRIBUTES, SPEC_VERSION
 from eventlake.quality.config import CheckName, TopicRules
-from eventlake.quality.model import PLAN_INDEX, PlannedCheck
+from eventlake.quality.model import SUITE_INDEX, SuiteCheck
 from eventlake.quality.patterns import (
     ABSOLUTE_URI_PATTERN,
     MEDIA_TYPE_PATTERN,
@@ -230,9 +230,9 @@ def with_topic_columns(
     )
 
 
-def plan_checks(
+def suite_checks(
     rules: TopicRules, *, latest_time: datetime, has_occurrences: bool = True
-) -> list[PlannedCheck]:
+) -> list[SuiteCheck]:
     """The expectations of one topic's events suite, in a stable order.
 
     ``latest_time`` is the latest ``time`` allowed (the run's start plus the skew); the
@@ -241,10 +241,10 @@ def plan_checks(
 
     Example:
         >>> rules = TopicRules(checks={CheckName.SPECVERSION})
-        >>> [p.check.value for p in plan_checks(rules, latest_time=datetime.now(UTC))]
+        >>> [p.check.value for p in suite_checks(rules, latest_time=datetime.now(UTC))]
         ['specversion']
     """
-    planned: list[PlannedCheck] = []
+    suite: list[SuiteCheck] = []
 
     def add(
         check: CheckName,
@@ -261,9 +261,9 @@ def plan_checks(
             # Replaces GX's sentence in Data Docs, so the page names the check. No "$"
             # in it: GX renders it as a template.
             description=f"{check.value} [{severity}]: {text}",
-            meta={"eventlake_check": check.value, PLAN_INDEX: len(planned)},
+            meta={"eventlake_check": check.value, SUITE_INDEX: len(suite)},
         )
-        planned.append(PlannedCheck(check, severity, configured, unexpected))
+        suite.append(SuiteCheck(check, severity, configured, unexpected))
 
     for name in REQUIRED_ATTRIBUTES:
         add(
@@ -372,4 +372,4 @@ def plan_checks(
         min_value=rules.min_rows,
         max_value=rules.max_rows,
     )
-    return planned
+    return suite

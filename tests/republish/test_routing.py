@@ -1,4 +1,4 @@
-"""The plan a republish run sends (eventlake.republish.plan): its shape as Spark runs it."""
+"""The plan a republish run sends (eventlake.republish.routing): its shape as Spark runs it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pyspark.sql import Observation, SparkSession
 
 from eventlake.binding.decode import DECODER_FUNCTION
 from eventlake.binding.encode import ENCODER_FUNCTION
-from eventlake.republish.plan import counted_plan, planned_records
 from eventlake.republish.request import RepublishRequest
+from eventlake.republish.routing import counted_plan, routed_records
 from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 
@@ -20,7 +20,7 @@ def test_the_plan_decodes_and_encodes_each_record_once_behind_one_observation(
     # above the decoder; a second node (the decoder's own barrier) would copy every row.
     request = RepublishRequest(source="a", target="b", to_mode=to_mode, key_mapper="partitionkey")
     raw = spark.createDataFrame([], KAFKA_SOURCE_SCHEMA)
-    planned = planned_records(counted_plan(raw, request, Observation(), target_compacted=True))
+    planned = routed_records(counted_plan(raw, request, Observation(), target_compacted=True))
     plan = planned._jdf.queryExecution().executedPlan().toString()
     assert plan.count(f"{DECODER_FUNCTION}(") == 1
     assert plan.count(f"{ENCODER_FUNCTION}(") == 1

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.quality import plan as plan_module
+from eventlake.quality import suite as suite_module
 from eventlake.quality.config import CheckName, TopicRules
-from eventlake.quality.plan import OCCURRENCES, plan_checks, with_occurrences
+from eventlake.quality.suite import OCCURRENCES, suite_checks, with_occurrences
 from eventlake.spark.rows import release
 
 # A plan holds Spark Columns (the conditions of offending rows): building one needs an
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 
 def test_checks_needing_topic_settings_are_off_by_default() -> None:
-    planned = {p.check for p in plan_checks(TopicRules(), latest_time=datetime.now(UTC))}
+    planned = {p.check for p in suite_checks(TopicRules(), latest_time=datetime.now(UTC))}
     optional = {CheckName.TYPE_PATTERN, CheckName.TIME_PRESENT, CheckName.PARTITIONKEY_PRESENT}
     assert not planned & optional
     assert CheckName.SOURCE_URI_REFERENCE in planned
@@ -26,7 +26,7 @@ def test_checks_needing_topic_settings_are_off_by_default() -> None:
 
 def test_check_selection_limits_the_plan() -> None:
     rules = TopicRules(checks=frozenset({CheckName.SPECVERSION, CheckName.ROW_COUNT}))
-    planned = [p.check for p in plan_checks(rules, latest_time=datetime.now(UTC))]
+    planned = [p.check for p in suite_checks(rules, latest_time=datetime.now(UTC))]
     assert planned == [CheckName.SPECVERSION, CheckName.ROW_COUNT]
 
 
@@ -45,7 +45,7 @@ def test_occurrences_count_each_identity_in_the_whole_table(
 ) -> None:
     # The repeated identities' hashes are collected to the driver when few, else held on
     # the executors: both ways count the same.
-    monkeypatch.setattr(plan_module, "COLLECTED_HASHES_MAX", collected_max)
+    monkeypatch.setattr(suite_module, "COLLECTED_HASHES_MAX", collected_max)
     table = _identities(
         spark, [("/a", "1"), ("/a", "1"), ("/a", "2"), ("/b", "1"), (None, "9"), (None, "9")]
     )

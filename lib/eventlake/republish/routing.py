@@ -1,7 +1,7 @@
-"""What happens to each source record: :func:`plan_republish` gives every decoded record
+"""What happens to each source record: :func:`route_records` gives every decoded record
 its new key, value and headers (one call of the JVM encoder, :mod:`eventlake.binding.encode`)
-or the reason it is not republished (Spark expressions); :func:`planned_records` and
-:func:`planned_rejects` split the plan.
+or the reason it is not republished (Spark expressions); :func:`routed_records` and
+:func:`routed_rejects` split the routed rows.
 
 * the key comes from the Key Mapper (binding 3.1): ``keep`` (default: the record key
   as-is), ``partitionkey`` (the Partitioning extension), or ``attribute:<name>`` (any
@@ -26,8 +26,8 @@ structured update, a structured event without data that would become a binary
 tombstone, or has no key for a compacted target (the broker would refuse it).
 
 Example:
-    >>> plan = plan_republish(decode_records(raw), RepublishRequest(source="a", target="b"))
-    >>> planned_records(plan).write.format("kafka").option("topic", "b").save()
+    >>> routed = route_records(decode_records(raw), RepublishRequest(source="a", target="b"))
+    >>> routed_records(routed).write.format("kafka").option("topic", "b").save()
 """
 
 from __future__ import annotations
@@ -97,15 +97,15 @@ def _when_all(pairs: list[tuple[Column, Column]], default: Column) -> Column:
     return result
 
 
-def plan_republish(
+def route_records(
     decoded: DataFrame, request: RepublishRequest, *, target_compacted: bool = False
 ) -> DataFrame:
     """What happens to each decoded source record: adds ``out_key``, ``out_value``,
     ``out_headers`` and ``republish_reason``/``republish_detail`` (null: republish).
 
     Example:
-        >>> plan = plan_republish(decode_records(raw), RepublishRequest(source="a", target="b"))
-        >>> plan.groupBy("republish_reason").count().show()
+        >>> routed = route_records(decode_records(raw), RepublishRequest(source="a", target="b"))
+        >>> routed.groupBy("republish_reason").count().show()
     """
     valid = F.col("reject_reason").isNull()
     binary = F.col("content_mode") == CONTENT_MODE_BINARY
@@ -199,13 +199,13 @@ def plan_republish(
 def counted_plan(
     records: DataFrame, request: RepublishRequest, seen: Observation, *, target_compacted: bool
 ) -> DataFrame:
-    """The plan of Kafka source rows as a republish run sends them: decoded once, planned
-    (:func:`plan_republish`), and counted by reason into ``seen`` by the first action
+    """The routing of Kafka source rows as a republish run sends them: decoded once, routed
+    (:func:`route_records`), and counted by reason into ``seen`` by the first action
     (None: republished).
 
     Example:
         >>> seen = Observation()
-        >>> planned_records(counted_plan(raw, request, seen, target_compacted=False)).count()
+        >>> routed_records(counted_plan(raw, request, seen, target_compacted=False)).count()
         >>> reason_counts(seen, REPUBLISH_REASONS)
         {None: 998, 'malformed_json': 2}
     """
@@ -216,15 +216,15 @@ def counted_plan(
     decoded = decode_records(
         records, data_json=False, data=request.to_mode != KEEP_MODE, barrier=False
     )
-    planned = plan_republish(decoded, request, target_compacted=target_compacted)
-    return observe_reasons(planned, seen, "republish_reason", REPUBLISH_REASONS)
+    routed = route_records(decoded, request, target_compacted=target_compacted)
+    return observe_reasons(routed, seen, "republish_reason", REPUBLISH_REASONS)
 
 
-def planned_rejects(planned: DataFrame, target: str) -> DataFrame:
-    """Rows of :func:`plan_republish` not republished, in rejects-table shape, with
+def routed_rejects(routed: DataFrame, target: str) -> DataFrame:
+    """Rows of :func:`route_records` not republished, in rejects-table shape, with
     ``rejected_by`` = ``republish:<target>``."""
     return to_rejects(
-        planned.withColumns(
+        routed.withColumns(
             {
                 "reject_reason": F.col("republish_reason"),
                 "reject_detail": F.col("republish_detail"),
@@ -234,10 +234,10 @@ def planned_rejects(planned: DataFrame, target: str) -> DataFrame:
     )
 
 
-def planned_records(planned: DataFrame) -> DataFrame:
-    """Rows of :func:`plan_republish` to write, as Spark Kafka sink rows (no partition:
+def routed_records(routed: DataFrame) -> DataFrame:
+    """Rows of :func:`route_records` to write, as Spark Kafka sink rows (no partition:
     the producer's murmur2 partitioner places each key like any Java client)."""
-    return planned.where(F.col("republish_reason").isNull()).select(
+    return routed.where(F.col("republish_reason").isNull()).select(
         F.col("out_key").alias("key"),
         F.col("out_value").alias("value"),
         F.col("out_headers").alias("headers"),
