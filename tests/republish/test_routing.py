@@ -13,7 +13,7 @@ from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 
 
 @pytest.mark.parametrize("to_mode", ["keep", "binary", "structured"])
-def test_the_plan_decodes_and_encodes_each_record_once_behind_one_observation(
+def test_the_routing_decodes_and_encodes_each_record_once_behind_one_observation(
     spark: SparkSession, to_mode: str
 ) -> None:
     # The observation that counts the reasons keeps the filter of the records to send

@@ -15,7 +15,12 @@ from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
-from eventlake.views.event_types import event_types, register_typed_views, type_columns
+from eventlake.views.event_types import (
+    event_types,
+    register_typed_views,
+    type_columns,
+    view_fields,
+)
 from eventlake.views.query import register_tables
 from eventlake.views.type_fields import (
     TypeColumns,
@@ -92,7 +97,7 @@ def test_a_typed_view_has_the_datas_fields_as_typed_columns(
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
     events = read_table(spark, warehouse_settings, EVENTS)
 
-    views = register_typed_views(spark, events, sample_hours=1.0)
+    views = register_typed_views(events, view_fields(spark, events, sample_hours=1.0))
 
     assert views == {
         "type_com_example_order_paid": paid,
@@ -128,7 +133,7 @@ def test_a_view_reads_a_decimal_larger_than_any_in_its_sample(
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
     events = read_table(spark, warehouse_settings, EVENTS)
 
-    register_typed_views(spark, events, sample_hours=1 / 3600)
+    register_typed_views(events, view_fields(spark, events, sample_hours=1 / 3600))
 
     rows = spark.sql("SELECT id, amount FROM type_com_example_order_paid ORDER BY id").collect()
     assert [(r["id"], r["amount"]) for r in rows] == [
@@ -157,7 +162,7 @@ def test_the_type_report_says_when_a_types_shape_changed(
     assert any(c.startswith("field a changed from NUMBER to STRING ") for c in changes)
     assert any(c.startswith("field b appeared ") for c in changes)
     assert info.fields["a"] == "VARIANT"  # both shapes are in the sample: read as VARIANT
-    register_typed_views(spark, events, sample_hours=1.0)
+    register_typed_views(events, view_fields(spark, events, sample_hours=1.0))
     assert spark.table("type_com_example_shape").count() == 2
 
 
@@ -259,7 +264,7 @@ def test_a_type_with_a_file_dataschema_gets_the_schemas_fields_and_types(
     events = read_table(spark, warehouse_settings, EVENTS)
 
     (columns,) = type_columns(spark, events, sample_hours=1.0).values()
-    register_typed_views(spark, events, sample_hours=1.0)
+    register_typed_views(events, view_fields(spark, events, sample_hours=1.0))
 
     assert columns == TypeColumns(
         {
@@ -315,7 +320,9 @@ def test_an_http_dataschema_is_fetched_only_with_the_setting(
         events = read_table(spark, warehouse_settings, EVENTS)
 
         (by_default,) = type_columns(spark, events, sample_hours=1.0).values()
-        register_typed_views(spark, events, sample_hours=1.0, fetch_dataschemas=True)
+        register_typed_views(
+            events, view_fields(spark, events, sample_hours=1.0, fetch_dataschemas=True)
+        )
 
     assert by_default.fields["amount"] == "DECIMAL(38,2)"  # inferred: nothing fetched
     assert by_default.unread is not None

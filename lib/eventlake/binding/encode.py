@@ -48,7 +48,7 @@ Example:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final, Literal
 
 from pyspark.sql import Column, DataFrame
@@ -95,7 +95,7 @@ _NON_STRING_TYPES: Final = {"data": "binary", "data_is_json": "boolean"}
 _PLACE_COLUMNS: Final = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hop:
     """What a republish hop does to every record besides encoding it: header transforms
     and the routing trail (see the module docstring for their order). The options are
@@ -120,7 +120,16 @@ class Hop:
 
     def is_empty(self) -> bool:
         """True when the hop changes nothing."""
-        return self == Hop()
+        return self.hop() == Hop()
+
+    def hop(self) -> Hop:
+        """Just the hop's fields, of a subclass that adds others (a republish request).
+
+        Example:
+            >>> Hop(trail_header="trail").hop() == Hop(trail_header="trail")
+            True
+        """
+        return Hop(**{each.name: getattr(self, each.name) for each in fields(Hop)})
 
     def to_json(self) -> str:
         """The hop as the JVM encoder takes it (``Hop.fromJson``, lib/jvm).

@@ -29,6 +29,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
     SecretStr,
     ValidationError,
     field_validator,
@@ -76,7 +80,7 @@ class RepublishRoute(BaseModel):
     on_missing: str = "keep-key"
     to_mode: str = "keep"
     cleanup_policy: str | None = None
-    partitions: int | None = Field(default=None, ge=1)
+    partitions: PositiveInt | None = None
 
     @property
     def name(self) -> str:
@@ -127,7 +131,7 @@ class Settings(BaseSettings):
         "`eventlake class-archive` in make setup): drivers start seconds sooner while it "
         "matches this Java, pyspark and jars. Empty: none.",
     )
-    shuffle_partitions: int = Field(default=4, ge=1, description="spark.sql.shuffle.partitions.")
+    shuffle_partitions: PositiveInt = Field(default=4, description="spark.sql.shuffle.partitions.")
     spark_ui_port: int | None = Field(
         default=None,
         ge=0,
@@ -139,12 +143,11 @@ class Settings(BaseSettings):
     executor_memory: str = Field(
         default="1g", description="spark.executor.memory on a spark:// master."
     )
-    executor_cores: int = Field(
-        default=1, ge=1, description="spark.executor.cores on a spark:// master."
+    executor_cores: PositiveInt = Field(
+        default=1, description="spark.executor.cores on a spark:// master."
     )
-    cores_max: int | None = Field(
+    cores_max: PositiveInt | None = Field(
         default=None,
-        ge=1,
         description="spark.cores.max on a spark:// master (unset: every free core, one "
         "executor per executor_cores).",
     )
@@ -193,24 +196,21 @@ class Settings(BaseSettings):
         '[{"source": "orders.raw", "target": "orders", "key_mapper": "partitionkey", '
         '"cleanup_policy": "compact"}]).',
     )
-    kafka_fetch_wait_ms: int = Field(
+    kafka_fetch_wait_ms: NonNegativeInt = Field(
         default=20,
-        ge=0,
         description="How long a Spark Kafka read waits at the end of a partition for more "
         "records (the Java client's fetch.max.wait.ms). Kafka's default, 500 ms, made "
         "every small micro-batch and every read of a short range wait that long.",
     )
-    kafka_producer_batch_bytes: int = Field(
+    kafka_producer_batch_bytes: PositiveInt = Field(
         default=262144,
-        ge=1,
         description="The largest batch of records per partition that republish's Kafka "
         "producer sends in one request (the Java client's batch.size). The Java default, "
         "16 KB, sent ~1 KB events 15 at a time: a copy of 1M of them spent twice the "
         "broker's CPU and 1.4 times the seconds (docs/benchmarks.md).",
     )
-    kafka_producer_linger_ms: int = Field(
+    kafka_producer_linger_ms: NonNegativeInt = Field(
         default=50,
-        ge=0,
         description="How long republish's Kafka producer waits to fill a batch (the Java "
         "client's linger.ms; a Spark task flushes at its end, so no micro-batch ends later "
         "for it). With the Java default, 0, a republish sent batches of a few records, as "
@@ -228,25 +228,22 @@ class Settings(BaseSettings):
         description="When eventlake_republish runs, as ingest_schedule; its events are "
         "arrivals on the routes' source topics.",
     )
-    arrival_poll_seconds: float = Field(
+    arrival_poll_seconds: PositiveFloat = Field(
         default=5.0,
-        gt=0,
         description="Seconds between two looks of the triggerer at a watched topic's end "
         "offsets (events schedules); a burst within them is one event.",
     )
-    max_offsets_per_trigger: int | None = Field(
-        default=None, ge=1, description="Upper bound of records read per micro-batch."
+    max_offsets_per_trigger: PositiveInt | None = Field(
+        default=None, description="Upper bound of records read per micro-batch."
     )
-    state_interval_seconds: float = Field(
+    state_interval_seconds: NonNegativeFloat = Field(
         default=0.0,
-        ge=0,
         description="Seconds between two state steps of a stream that keeps state tables "
         "(0: after every batch). The batches landed meanwhile wait and are applied in one "
         "step, read back from the events table; a stream that stops applies them first.",
     )
-    progress_seconds: float = Field(
+    progress_seconds: NonNegativeFloat = Field(
         default=30.0,
-        ge=0,
         description="Seconds between the progress lines of a streaming run (0: none).",
     )
     dedup: bool = Field(
@@ -254,21 +251,18 @@ class Settings(BaseSettings):
         description="Ingest lands an event whose (source, id) is already in the events table "
         "within dedup_horizon_hours, or earlier in its batch, in rejects as duplicate_event.",
     )
-    dedup_horizon_hours: float = Field(
+    dedup_horizon_hours: PositiveFloat = Field(
         default=168.0,
-        gt=0,
         description="How far back (hours of Kafka time) --dedup looks for an earlier event.",
     )
-    dedup_batch_records: int = Field(
+    dedup_batch_records: PositiveInt = Field(
         default=2_000_000,
-        ge=1,
         description="Records one --dedup batch reads at most (a bounded run lands its range "
         "in batches of about this many, a stream reads at most this many per micro-batch): "
         "--dedup holds its batch's Kafka records on Spark's local disk, about their size.",
     )
-    type_sample_hours: float = Field(
+    type_sample_hours: PositiveFloat = Field(
         default=1.0,
-        gt=0,
         description="How much of each event type's newest data (hours of Kafka time before "
         "its last event) the typed views infer their columns from.",
     )

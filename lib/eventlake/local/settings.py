@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, PositiveInt
 
 from eventlake.core.settings import Settings, build_settings, in_project
 
@@ -58,12 +58,14 @@ class LocalSettings(Settings):
     spark_master_ui_port: int = Field(
         default=8081, description="Web UI (and /json/ status) port of the local Spark master."
     )
-    spark_workers: int = Field(default=2, ge=1, description="Spark workers of the local cluster.")
+    spark_workers: PositiveInt = Field(default=2, description="Spark workers of the local cluster.")
     spark_worker_ui_port: int = Field(
         default=8082,
         description="Web UI port of the first local Spark worker; worker n uses this + n - 1.",
     )
-    spark_worker_cores: int = Field(default=1, ge=1, description="Cores each local worker offers.")
+    spark_worker_cores: PositiveInt = Field(
+        default=1, description="Cores each local worker offers."
+    )
     spark_worker_memory: str = Field(
         default="2g", description="Memory each local worker offers to executors."
     )

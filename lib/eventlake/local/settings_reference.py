@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,9 @@ def _default(field: FieldInfo) -> str:
 def _kind(field: FieldInfo) -> str:
     text = str(field.annotation).replace("typing.", "").replace("pathlib.", "")
     text = text.replace("pydantic.types.", "").replace("eventlake.core.settings.", "")
+    # A constrained number (PositiveInt, ...) reads as its number; its bound is in the text.
+    text = re.sub(r"Annotated\[(\w+), [^\]]*\]", r"\1", text)
+    text = re.sub(r"^Optional\[(.*)\]$", r"\1 | None", text)
     # A location is written as a folder (or, to come, an object-store URI).
     text = text.replace("eventlake.core.locations.Location", "Path")
     return text.replace("<class '", "").replace("'>", "")

@@ -28,6 +28,7 @@ from eventlake.binding.decode import (
     DATA_MEMBERS,
     PARTITIONKEY,
 )
+from eventlake.binding.encode import Hop
 from eventlake.core.errors import Refused
 from eventlake.runs.request_checks import request_problem
 from eventlake.runs.triggers import AVAILABLE_NOW
@@ -63,9 +64,11 @@ def parse_pair(text: str, *, option: str) -> tuple[str, str]:
     return left, right
 
 
-@dataclass(frozen=True)
-class RepublishRequest:
-    """What to republish and how; mirrors the ``eventlake republish`` options.
+@dataclass(frozen=True, kw_only=True)
+class RepublishRequest(Hop):
+    """What to republish and how; mirrors the ``eventlake republish`` options. The header
+    options and the trail are the :class:`~eventlake.binding.encode.Hop`'s, declared there
+    once; :meth:`hop` gives them to the encoder.
 
     Example:
         >>> RepublishRequest(source="raw", target="by-entity", key_mapper="attribute:subject",
@@ -73,6 +76,7 @@ class RepublishRequest:
     """
 
     source: str
+    #: The topic written to, as the routing trail's entries name it.
     target: str
     key_mapper: str = KEEP
     on_missing: str = "keep-key"
@@ -86,16 +90,8 @@ class RepublishRequest:
     partitions: int | None = None
     #: cleanup.policy of a target created here; default: the broker's (delete).
     cleanup_policy: str | None = None
-    #: (name, literal value) headers appended to every record.
-    insert_headers: tuple[tuple[str, str], ...] = ()
-    #: Header names removed from every record (all occurrences).
-    drop_headers: tuple[str, ...] = ()
-    #: (attribute, header): the event's attribute copied into a header, when present.
-    attribute_headers: tuple[tuple[str, str], ...] = ()
-    #: (header, extension): only with to_mode="structured"; the first header of that
-    #: name becomes an extension attribute, unless the event has the attribute already.
-    header_attributes: tuple[tuple[str, str], ...] = ()
-    #: Routing-trail header appended per hop; None for no trail.
+    #: Routing-trail header appended per hop; None for no trail. (header_attributes:
+    #: only with to_mode="structured".)
     trail_header: str | None = DEFAULT_TRAIL_HEADER
     checkpoint_name: str | None = None
 

@@ -51,7 +51,6 @@ from eventlake.binding.encode import (
     ENCODED_VALUE,
     KEEP_MODE,
     MAPPED_KEY,
-    Hop,
     TargetMode,
     encode_as,
 )
@@ -116,14 +115,7 @@ def route_records(
     # event changes mode), the Key Mapper's key (the event itself is never changed for
     # the key), then the header transforms and the routing trail.
     attribute = request.key_attribute
-    hop = Hop(
-        header_attributes=request.header_attributes,
-        drop_headers=request.drop_headers,
-        attribute_headers=request.attribute_headers,
-        insert_headers=request.insert_headers,
-        trail_header=request.trail_header,
-        target=request.target,
-    )
+    hop = request.hop()
     staged = encode_as(staged, cast(TargetMode, request.to_mode), key_attribute=attribute, hop=hop)
     if attribute is None:
         key: Column = F.col("kafka_key")

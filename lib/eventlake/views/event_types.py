@@ -28,7 +28,7 @@ session registers the views of the types it knows from there at once and infers 
 the types that are new since.
 
 Example:
-    >>> register_typed_views(spark, events, sample_hours=1.0)
+    >>> register_typed_views(events, view_fields(spark, events, sample_hours=1.0))
     {'type_com_example_order_paid': 'com.example.order.paid'}
     >>> spark.sql("SELECT order, amount FROM type_com_example_order_paid").show()"""
 
@@ -68,7 +68,7 @@ def _sampled(
     events: DataFrame,
     *,
     sample_hours: float,
-    sample_rows: int,
+    sample_rows: int = SAMPLE_ROWS,
     only: Collection[str] | None,
 ) -> tuple[dict[str, dict[str, str]], dict[str, str | None]]:
     """Per type, the fields inferred from its sample (:func:`inferred_fields`) and its
@@ -121,13 +121,12 @@ def inferred_fields(
     events: DataFrame,
     *,
     sample_hours: float,
-    sample_rows: int = SAMPLE_ROWS,
     only: Collection[str] | None = None,
 ) -> dict[str, dict[str, str]]:
     """Per event type, its data's top-level fields and their Spark types, inferred with
     ``schema_of_variant_agg`` (decimals :func:`widened`) over a sample of the type's
     newest events: those of the last ``sample_hours`` of Kafka time before its newest
-    one, of which about ``sample_rows`` at random when there are more. Two scans of
+    one, of which about :data:`SAMPLE_ROWS` at random when there are more. Two scans of
     ``type``, ``kafka_timestamp`` and ``dataschema``, then one pass over the sample's
     data. ``only``: these types alone. The data alone: :func:`type_columns` takes a
     type's dataschema into account.
@@ -136,9 +135,7 @@ def inferred_fields(
         >>> inferred_fields(spark, events, sample_hours=1.0)
         {'com.example.order.paid': {'amount': 'DECIMAL(38,2)', 'order': 'STRING'}}
     """
-    fields, _ = _sampled(
-        spark, events, sample_hours=sample_hours, sample_rows=sample_rows, only=only
-    )
+    fields, _ = _sampled(spark, events, sample_hours=sample_hours, only=only)
     return fields
 
 
@@ -200,7 +197,6 @@ def type_columns(
     events: DataFrame,
     *,
     sample_hours: float,
-    sample_rows: int = SAMPLE_ROWS,
     only: Collection[str] | None = None,
     fetch_dataschemas: bool = False,
 ) -> dict[str, TypeColumns]:
@@ -214,9 +210,7 @@ def type_columns(
         >>> type_columns(spark, events, sample_hours=1.0)["com.example.order.paid"].source()
         'dataschema file:///schemas/order-paid.json'
     """
-    fields, dataschemas = _sampled(
-        spark, events, sample_hours=sample_hours, sample_rows=sample_rows, only=only
-    )
+    fields, dataschemas = _sampled(spark, events, sample_hours=sample_hours, only=only)
     read = _schema_reader(fetch_dataschemas)
     return {
         event_type: with_dataschema(inferred, dataschemas.get(event_type), read)
@@ -252,25 +246,15 @@ def view_fields(
     return fields
 
 
-def register_typed_views(
-    spark: SparkSession,
-    events: DataFrame,
-    *,
-    sample_hours: float,
-    known: dict[str, dict[str, str]] | None = None,
-    fetch_dataschemas: bool = False,
-) -> dict[str, str]:
-    """Register :func:`typed_view` of every event type in ``events`` (fields by
-    :func:`view_fields`; ``fetch_dataschemas``: http(s) dataschemas too) as a temporary
-    view named by :func:`view_names`; returns view name -> type.
+def register_typed_views(events: DataFrame, fields: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Register :func:`typed_view` of every event type in ``fields`` (from
+    :func:`view_fields`) over ``events`` as a temporary view named by :func:`view_names`;
+    returns view name -> type.
 
     Example:
-        >>> register_typed_views(spark, events, sample_hours=1.0)
+        >>> register_typed_views(events, view_fields(spark, events, sample_hours=1.0))
         {'type_com_example_order_paid': 'com.example.order.paid'}
     """
-    fields = view_fields(
-        spark, events, sample_hours=sample_hours, known=known, fetch_dataschemas=fetch_dataschemas
-    )
     registered: dict[str, str] = {}
     for event_type, name in view_names(list(fields)).items():
         typed_view(events, event_type, fields[event_type]).createOrReplaceTempView(name)
