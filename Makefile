@@ -16,7 +16,7 @@ help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
 	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
-	@echo "make lint   - ruff, mypy and the packages' layers (import-linter)"
+	@echo "make lint   - ruff, mypy, the packages' layers (import-linter), no import circle, no module over 450 lines"
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
 	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
@@ -110,6 +110,9 @@ lint: venv-dev
 	$(VENV)/bin/ruff format --check lib jobs dags tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	@# No import circle between any two modules (imports inside functions counted), and
+	@# no module over 450 lines: what import-linter's contracts cannot state.
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_architecture.py -k "circle or import_each_other or over_450"
 
 # Two pytest-xdist workers: much of the suite waits on a broker, a JVM or a subprocess.
 # A module (or the modules sharing the local Airflow) stays on one worker; the longest
