@@ -95,6 +95,8 @@ infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	rm -rf infra/jars
 	$(MVN) -P spark dependency:copy-dependencies -DoutputDirectory=jars/spark
 	$(MVN) -P kafka dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/kafka
+	$(MVN) -P s3a dependency:copy-dependencies -DoutputDirectory=jars/spark
+	$(MVN) -P s3server dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/s3server
 	@touch $@
 
 # The broker, a sample stream, a local Airflow running the DAGs, then queries; ends on

@@ -14,6 +14,7 @@ that share the local Airflow deployment are one group (:data:`XDIST_GROUPS`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -28,8 +29,10 @@ from typing import Any, Final
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.core.locations import Location
 from eventlake.core.progress import lines_on_stdout
 from eventlake.local.broker import BrokerError, LocalBroker
+from eventlake.local.s3_server import LocalS3Server, S3ServerError, probe_conditional_put
 from eventlake.local.settings import LocalSettings, load_local_settings
 from eventlake.spark.session import build_spark_session
 from tests import timing
@@ -59,6 +62,9 @@ lines_on_stdout()
 TEST_BROKER_PORT: Final = int(os.environ.get("EVENTLAKE_TEST_BROKER_PORT", "19092"))
 TEST_CONTROLLER_PORT: Final = TEST_BROKER_PORT + 1
 TEST_SASL_PORT: Final = TEST_BROKER_PORT + 2
+TEST_S3_PORT: Final = TEST_BROKER_PORT + 3
+#: The bucket the tests' object-store warehouses live in (each test its own prefix).
+TEST_BUCKET: Final = "eventlake-tests"
 BROKER_START_TIMEOUT: Final = 120.0
 
 #: Set by the xdist controller for its workers: the folder of the run's shared broker.
@@ -73,13 +79,16 @@ XDIST_GROUPS: Final = {
 
 
 def broker_settings(broker_dir: Path) -> LocalSettings:
-    """Settings of the test broker and of clients on it."""
+    """Settings of the test broker, the test S3 server (beside the broker's folder) and
+    of clients on them."""
     return load_local_settings(
         bootstrap_servers=f"127.0.0.1:{TEST_BROKER_PORT}",
         broker_port=TEST_BROKER_PORT,
         controller_port=TEST_CONTROLLER_PORT,
         broker_sasl_port=TEST_SASL_PORT,
         broker_dir=broker_dir,
+        s3_server_port=TEST_S3_PORT,
+        s3_server_dir=broker_dir.parent / "s3server",
     )
 
 
@@ -97,9 +106,14 @@ class _SharedBroker:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="eventlake-tests-"))
         self.broker = LocalBroker(broker_settings(self.folder / "broker"))
+        self.s3_server = LocalS3Server(broker_settings(self.folder / "broker"))
         self.thread = threading.Thread(target=self._start, name="test-broker", daemon=True)
 
     def _start(self) -> None:
+        try:
+            self.s3_server.start()
+        except S3ServerError as error:
+            (self.folder / "s3server-failed.txt").write_text(str(error))
         try:
             self.broker.start(timeout=BROKER_START_TIMEOUT)
         except BrokerError as error:
@@ -108,6 +122,7 @@ class _SharedBroker:
     def pytest_sessionfinish(self) -> None:
         self.thread.join()
         self.broker.stop()
+        self.s3_server.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -219,6 +234,48 @@ def broker(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalBr
     if active is not None:
         active.stop()
     local.stop()
+
+
+def _wait_for_shared_s3_server(server: LocalS3Server, folder: Path) -> None:
+    deadline = time.monotonic() + BROKER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        failed = folder / "s3server-failed.txt"
+        if failed.exists():
+            raise S3ServerError(failed.read_text())
+        if server.pid() is not None and server.answers():
+            return
+        time.sleep(0.2)
+    raise S3ServerError(f"The run's test S3 server did not come up; see {server.log_file}.")
+
+
+@pytest.fixture(scope="session")
+def s3_server(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalS3Server]:
+    """The run's S3 server, its connection in this process's environment (the store
+    and the processes tests start read it there), its test bucket made, and its
+    conditional PUT probed before any test relies on it."""
+    from eventlake.storage import s3_store
+
+    server = LocalS3Server(settings)
+    if shared_dir is not None:
+        _wait_for_shared_s3_server(server, shared_dir)
+    else:
+        server.start()
+    os.environ.update(server.environment())
+    client = s3_store.client()
+    # The other worker may have made it.
+    made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
+    with contextlib.suppress(*made):
+        client.create_bucket(Bucket=TEST_BUCKET)
+    probe_conditional_put(client, TEST_BUCKET)
+    yield server
+    if shared_dir is None:
+        server.stop()
+
+
+@pytest.fixture
+def s3_warehouse(s3_server: LocalS3Server) -> Location:
+    """A warehouse of this test's own on the S3 server."""
+    return Location.of(f"s3a://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse")
 
 
 @pytest.fixture(scope="session")

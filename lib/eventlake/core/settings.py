@@ -41,6 +41,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 
 from eventlake.core.errors import Refused
 from eventlake.core.locations import Location, LocationSetting
+from eventlake.core.object_store import ObjectStoreSettings
 from eventlake.core.topic_names import check_topic_name
 
 #: The repository root when eventlake runs from a checkout (lib/eventlake/settings.py).
@@ -92,8 +93,9 @@ class RepublishRoute(BaseModel):
 COMMA_SEPARATED: Final = ("topics",)
 
 
-class Settings(BaseSettings):
-    """Runtime configuration; see the module docstring for the environment names."""
+class Settings(BaseSettings, ObjectStoreSettings):
+    """Runtime configuration; see the module docstring for the environment names (the
+    object store's fields: :class:`~eventlake.core.object_store.ObjectStoreSettings`)."""
 
     # A refused value is never echoed: it may be a secret (hide_input_in_errors).
     model_config = SettingsConfigDict(

@@ -33,6 +33,17 @@ class LocalSettings(Settings):
         "var/broker",
         description="Data, logs and pid file of the local broker.",
     )
+    s3_server_jars_dir: Path = in_project(
+        "infra/jars/s3server",
+        description="Folder holding the local S3 server's jars (s3proxy; make jars).",
+    )
+    s3_server_dir: Path = in_project(
+        "var/s3server",
+        description="Objects, log, pid and credentials (0600) of the local S3 server.",
+    )
+    s3_server_port: int = Field(
+        default=9000, description="Port of the local S3 server (127.0.0.1 only)."
+    )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")
     broker_sasl_port: int | None = Field(

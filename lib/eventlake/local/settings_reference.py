@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from eventlake.core.locations import Location
+from eventlake.core.object_store import ObjectStoreSettings
 from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local.settings import LocalSettings
 
@@ -96,6 +97,11 @@ def settings_reference() -> str:
         '# Settings'
     """
     job = list(Settings.model_fields)
+    # The object store's fields come first by inheritance; they read best after the warehouse.
+    store = [name for name in job if name in ObjectStoreSettings.model_fields]
+    rest = [name for name in job if name not in store]
+    at = rest.index("warehouse") + 1
+    job = [*rest[:at], *store, *rest[at:]]
     local = [name for name in LocalSettings.model_fields if name not in job]
     lines = [
         _INTRO,

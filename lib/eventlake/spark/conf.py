@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Final
 
 from eventlake.core.driver_work import DriverWork
 from eventlake.core.errors import Refused
+from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.spark.auth import auth_conf
 from eventlake.spark.class_archive import archive_java_option, dump_java_option
+from eventlake.spark.s3a import s3a_conf
 
 #: eventlake's jars (lib/jvm), by the prefix of their file names: the Spark functions and
 #: the ledger; the local file system of :data:`FORKLESS_LOCAL_FILES`.
@@ -280,6 +283,20 @@ def driver_jvm_options(
     return " ".join(options)
 
 
+def derby_home(settings: Settings) -> Path:
+    """Where Spark's embedded Derby metastore keeps its files: in a local warehouse, else
+    in this machine's temporary folder (Derby writes local files only).
+
+    Example:
+        >>> derby_home(load_settings(warehouse="/srv/wh"))
+        PosixPath('/srv/wh/_derby')
+    """
+    warehouse = Location.of(settings.warehouse)
+    if warehouse.is_local:
+        return warehouse.local() / "_derby"
+    return Path(tempfile.gettempdir()) / "eventlake-derby"
+
+
 def spark_conf(
     settings: Settings, *, ui: bool = False, work: DriverWork = DriverWork.GENERAL
 ) -> dict[str, str]:
@@ -319,10 +336,11 @@ def spark_conf(
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         # Keep the Derby metastore and spark-warehouse out of the working directory.
         "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
+        **s3a_conf(settings),
         "spark.driver.extraJavaOptions": " ".join(
             option
             for option in (
-                f"-Dderby.system.home={settings.warehouse / '_derby'}",
+                f"-Dderby.system.home={derby_home(settings)}",
                 f"-Dlog4j2.configurationFile={settings.log_config}",
                 driver_jvm_options(settings, work=work),
                 archive_java_option(settings.class_archive, jars) or dump_java_option(),

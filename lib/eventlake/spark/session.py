@@ -29,6 +29,7 @@ from eventlake.spark.conf import (
     is_cluster_master,
     spark_conf,
 )
+from eventlake.spark.s3a import s3a_secret_conf
 
 
 def build_spark_session(
@@ -58,9 +59,13 @@ def build_spark_session(
     if driver_on_loopback(settings.spark_master):
         # Read by the JVM at start-up, before any Spark conf applies.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # The secret reaches the driver's JVM through py4j: no command line, and the UI
-    # redacts it (spark.redaction.regex).
-    conf = {**spark_conf(settings, ui=ui, work=work), **driver_secret_conf(settings)}
+    # The secrets reach the driver's JVM through py4j: no command line, and the UI
+    # redacts them (spark.redaction.regex).
+    conf = {
+        **spark_conf(settings, ui=ui, work=work),
+        **driver_secret_conf(settings),
+        **s3a_secret_conf(settings),
+    }
     context_conf.setAll(list(conf.items()))
     # PySpark sets a SIGINT handler of its own as the last step of starting a context,
     # which calls the JVM from the main thread, maybe inside a call to it already (a

@@ -1,10 +1,17 @@
 """A lease: one holder at a time of something named in the warehouse (a topic, a
 streaming checkpoint), with a record of who holds it (job, pid, host, since).
 
-:class:`Lease` is the protocol the ledger and the checkpoints use; :class:`LockFile` is
-its one implementation today: an ``fcntl`` lock on a file in the warehouse folder, which
-the operating system drops when its holder dies (processes of one host share it). A
-lease for another store is added here, beside it.
+:class:`Lease` is the protocol the ledger and the checkpoints use, with two
+implementations:
+
+* :class:`LockFile`, for a local warehouse: an ``fcntl`` lock on a file in the
+  warehouse folder, which the operating system drops when its holder dies (the
+  processes of one host);
+* :class:`ObjectLease`, for a warehouse on S3: a log of turns, each an object created
+  with ``If-None-Match: *`` (one creator wins each turn), renewed by its holder while
+  it holds the lease and expired :data:`LEASE_TTL_SECONDS` after its last renewal when
+  the holder dies. It needs only an atomic conditional create, which every S3 server
+  eventlake supports; the hosts' clocks must agree to within a few seconds (NTP).
 
 Example:
     >>> lease = lease_at(settings.warehouse / "_ledger" / "orders.lease")
@@ -16,12 +23,22 @@ from __future__ import annotations
 
 import fcntl
 import json
-from collections.abc import Mapping
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Final, Protocol
 
-from eventlake.core.locations import LocationLike
-from eventlake.storage.store import local_path
+from eventlake.core.locations import Location, LocationLike
+from eventlake.storage import s3_store
+from eventlake.storage.store import local_path, on_object_store
+
+#: Seconds an object-store lease lasts after its last renewal (its holder renews it
+#: every third of that); a holder that died lets the next one in after at most this.
+LEASE_TTL_SECONDS: Final = 30.0
+#: Turns kept behind the latest one (older ones are deleted by the next holder).
+_TURNS_KEPT: Final = 4
 
 
 class LeaseHeld(Exception):  # a state the caller decides on, not an eventlake error
@@ -103,11 +120,122 @@ class LockFile:
         return None
 
 
+class ObjectLease:
+    """A :class:`Lease` on an object store, kept as numbered turns under ``folder``
+    (``<folder>/00000000000000000007``): taking the lease is creating the next turn,
+    which one writer alone can do. A turn holds the holder's record, its ``lease_token``
+    and when it expires (``lease_expires``, epoch seconds); a released turn says so.
+    While held, a thread renews the lease with a turn of the same token.
+
+    Example:
+        >>> lease = ObjectLease(Location.of("s3a://lake/wh/_ledger/orders.lease"))
+        >>> lease.try_acquire({"job": "ingest"})
+        {}
+    """
+
+    def __init__(
+        self,
+        folder: Location,
+        *,
+        ttl_seconds: float = LEASE_TTL_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.folder = folder
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._token = uuid.uuid4().hex
+        self._record: dict[str, Any] | None = None
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _turns(self) -> list[int]:
+        return sorted(int(name) for name in s3_store.names(self.folder) if name.isdigit())
+
+    def _latest(self) -> tuple[int, dict[str, Any]]:
+        """The newest turn's number and content (-1 and {} when there is none)."""
+        for number in reversed(self._turns()):
+            text = s3_store.read_text(self.folder / f"{number:020d}")
+            if text is not None:  # a turn deleted meanwhile: the one before it
+                return number, json.loads(text)
+        return -1, {}
+
+    def _live(self, turn: Mapping[str, Any]) -> bool:
+        return bool(turn) and not turn.get("released") and turn["lease_expires"] > self._clock()
+
+    def _create(self, number: int, record: Mapping[str, Any], *, released: bool) -> bool:
+        turn = {
+            **record,
+            "lease_token": self._token,
+            "lease_turn": f"{uuid.uuid4().hex}",  # makes a retried PUT's body its own
+            "lease_expires": self._clock() + self.ttl_seconds,
+            "released": released,
+        }
+        return s3_store.create_text(self.folder / f"{number:020d}", json.dumps(turn))
+
+    def try_acquire(self, record: Mapping[str, object]) -> dict[str, Any]:
+        number, latest = self._latest()
+        if self._live(latest) and latest.get("lease_token") != self._token:
+            raise LeaseHeld(_record_of(latest))
+        if not self._create(number + 1, record, released=False):
+            raise LeaseHeld(_record_of(self._latest()[1]))
+        self._record = dict(record)
+        self._forget_before(number + 1 - _TURNS_KEPT)
+        self._stop.clear()
+        self._renewer = threading.Thread(
+            target=self._renew_until_released, name="lease-renewer", daemon=True
+        )
+        self._renewer.start()
+        return _record_of(latest) if latest else {}
+
+    def _renew_until_released(self) -> None:
+        while not self._stop.wait(self.ttl_seconds / 3):
+            with self._lock:
+                if self._record is None:
+                    return
+                number, latest = self._latest()
+                if latest.get("lease_token") != self._token:
+                    return  # expired and taken: the next commit's conflict check decides
+                self._create(number + 1, self._record, released=False)
+
+    def release(self, *, forget: bool = False) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+            self._renewer = None
+        with self._lock:
+            record, self._record = self._record, None
+        if record is None:
+            return
+        number, latest = self._latest()
+        if latest.get("lease_token") == self._token:
+            self._create(number + 1, {} if forget else record, released=True)
+
+    def holder(self) -> dict[str, Any] | None:
+        _, latest = self._latest()
+        return _record_of(latest) if self._live(latest) else None
+
+    def _forget_before(self, number: int) -> None:
+        for old in self._turns():
+            if old < number:
+                s3_store.delete(self.folder / f"{old:020d}")
+
+
+def _record_of(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """A turn's holder record, without the lease's own fields."""
+    own = {"lease_token", "lease_turn", "lease_expires", "released"}
+    return {key: value for key, value in turn.items() if key not in own}
+
+
 def lease_at(location: LocationLike) -> Lease:
-    """The lease kept at ``location`` in the warehouse's store.
+    """The lease kept at ``location`` in the warehouse's store: a lock file in a local
+    warehouse, an :class:`ObjectLease` on S3.
 
     Example:
         >>> lease_at("/wh/_ledger/orders.lease").holder() is None
         True
     """
+    remote = on_object_store(location)
+    if remote is not None:
+        return ObjectLease(remote)
     return LockFile(local_path(location))

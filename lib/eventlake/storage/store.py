@@ -2,10 +2,9 @@
 file under the warehouse, and every Delta table opened without Spark (delta-rs, with the
 location's storage options), goes through here.
 
-Today's one store is the local file system (a warehouse folder, shared by a host's
-processes); a location with another scheme (``s3a://...``) is refused in a sentence
-until a store for it exists here: object storage is added in this module, not in its
-callers.
+Two stores sit behind it: the local file system (a warehouse folder) and S3
+(``s3a://bucket/prefix``, :mod:`eventlake.storage.s3_store`); a location with another
+scheme is refused in a sentence. Another object store is added here, not in callers.
 
 Example:
     >>> read_text(settings.warehouse / "_types" / "fields.json") is None
@@ -23,11 +22,31 @@ from typing import Any
 
 from eventlake.core.errors import Refused
 from eventlake.core.locations import Location, LocationLike
+from eventlake.storage import s3_store
 from eventlake.storage.files import write_atomically
 
 
 class UnsupportedStoreError(Refused, ValueError):
     """A warehouse location on a store eventlake cannot write yet."""
+
+
+def on_object_store(location: LocationLike) -> Location | None:
+    """``location`` when it is on S3, None when it is local; refused for other schemes.
+
+    Example:
+        >>> on_object_store("s3a://lake/wh"), on_object_store("/wh")
+        (Location('s3a://lake/wh'), None)
+    """
+    where = Location.of(location)
+    if where.is_local:
+        return None
+    if where.scheme in s3_store.S3_SCHEMES:
+        return where
+    raise UnsupportedStoreError(
+        f"The warehouse location {str(where)!r} is on {where.scheme!r} storage, which "
+        "eventlake does not write: use a local folder or s3a://bucket/prefix "
+        "(EVENTLAKE_WAREHOUSE)."
+    )
 
 
 def local_path(location: LocationLike) -> Path:
@@ -38,12 +57,9 @@ def local_path(location: LocationLike) -> Path:
         PosixPath('/wh/events')
     """
     where = Location.of(location)
-    if where.is_local:
+    if on_object_store(where) is None:
         return where.local()
-    raise UnsupportedStoreError(
-        f"The warehouse location {str(where)!r} is on {where.scheme!r} storage, which "
-        "eventlake does not write yet: use a local folder (EVENTLAKE_WAREHOUSE)."
-    )
+    raise UnsupportedStoreError(f"{where} is on object storage; this needs a local folder.")
 
 
 def read_text(location: LocationLike) -> str | None:
@@ -53,6 +69,8 @@ def read_text(location: LocationLike) -> str | None:
         >>> read_text("/wh/events/_delta_log/00000000000000000000.json").splitlines()[0]
         '{"commitInfo": ...}'
     """
+    if (remote := on_object_store(location)) is not None:
+        return s3_store.read_text(remote)
     try:
         return local_path(location).read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -65,6 +83,9 @@ def write_text(location: LocationLike, text: str, *, mode: int = 0o644) -> None:
     Example:
         >>> write_text(settings.warehouse / "_types" / "fields.json", "{}")
     """
+    if (remote := on_object_store(location)) is not None:
+        s3_store.write_text(remote, text)
+        return
     write_atomically(local_path(location), text, mode=mode)
 
 
@@ -75,6 +96,8 @@ def is_folder(location: LocationLike) -> bool:
         >>> is_folder(settings.warehouse / "events")
         True
     """
+    if (remote := on_object_store(location)) is not None:
+        return s3_store.is_folder(remote)
     return local_path(location).is_dir()
 
 
@@ -85,6 +108,8 @@ def exists(location: LocationLike) -> bool:
         >>> exists(settings.warehouse / "events" / "_delta_log")
         True
     """
+    if (remote := on_object_store(location)) is not None:
+        return s3_store.exists(remote)
     return local_path(location).exists()
 
 
@@ -95,6 +120,8 @@ def names(folder: LocationLike) -> list[str]:
         >>> names(settings.warehouse / "state")
         ['customers', 'orders']
     """
+    if (remote := on_object_store(folder)) is not None:
+        return s3_store.names(remote)
     try:
         with os.scandir(local_path(folder)) as entries:
             return sorted(entry.name for entry in entries)
@@ -110,6 +137,8 @@ def any_name(folder: LocationLike, wanted: Callable[[str], bool]) -> bool:
         >>> any_name(settings.warehouse / "events" / "_delta_log", str.isdigit)
         False
     """
+    if (remote := on_object_store(folder)) is not None:
+        return s3_store.any_name(remote, wanted)
     try:
         with os.scandir(local_path(folder)) as entries:
             return any(wanted(entry.name) for entry in entries)
@@ -123,6 +152,8 @@ def make_folder(location: LocationLike) -> None:
     Example:
         >>> make_folder(settings.checkpoints / "ingest-topics_orders")
     """
+    if on_object_store(location) is not None:
+        return  # an object store has no folders: a prefix exists with its objects
     local_path(location).mkdir(parents=True, exist_ok=True)
 
 
@@ -132,6 +163,9 @@ def remove_tree(location: LocationLike) -> None:
     Example:
         >>> remove_tree(settings.checkpoints / "ingest-topics_orders" / "spark")
     """
+    if (remote := on_object_store(location)) is not None:
+        s3_store.remove_tree(remote)
+        return
     shutil.rmtree(local_path(location), ignore_errors=False)
 
 
@@ -142,6 +176,8 @@ def modified_at(location: LocationLike) -> datetime | None:
         >>> modified_at("/wh/_checkpoints/ingest-topics_a/spark/commits/0")
         datetime.datetime(2026, 12, 2, 1, 20, tzinfo=datetime.timezone.utc)
     """
+    if (remote := on_object_store(location)) is not None:
+        return s3_store.modified_at(remote)
     try:
         return datetime.fromtimestamp(local_path(location).stat().st_mtime, UTC)
     except FileNotFoundError:
@@ -149,14 +185,15 @@ def modified_at(location: LocationLike) -> datetime | None:
 
 
 def storage_options(location: LocationLike) -> dict[str, str]:
-    """What delta-rs needs to open a table at ``location`` (credentials, endpoint): none
-    for a local folder.
+    """What delta-rs needs to open a table at ``location`` (credentials, endpoint, its
+    conditional put): none for a local folder.
 
     Example:
         >>> storage_options("/wh/events")
         {}
     """
-    local_path(location)  # refuses a store eventlake does not know
+    if on_object_store(location) is not None:
+        return s3_store.storage_options()
     return {}
 
 
@@ -170,5 +207,5 @@ def open_delta_table(location: LocationLike, version: int | None = None) -> Any:
     """
     from deltalake import DeltaTable
 
-    uri = str(local_path(location))
+    uri = str(location if on_object_store(location) else local_path(location))
     return DeltaTable(uri, version=version, storage_options=storage_options(location) or None)

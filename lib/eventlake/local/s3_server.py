@@ -1,0 +1,308 @@
+"""A real S3 server on this machine: s3proxy (Apache-2.0, Java) on its filesystem-nio2
+backend, for the tests, the local cluster and, as an option, the demo.
+
+It runs from the jars Maven put in ``infra/jars/s3server`` and keeps its objects, log,
+pid file and configuration under ``settings.s3_server_dir``; it listens on
+127.0.0.1:``s3_server_port`` only. Its credentials are generated at the first start into
+``credentials.json`` (0600) and the server reads them from its own properties file
+(0600), never from a command line.
+
+Why s3proxy: its ``PUT`` with ``If-None-Match: *`` is decided as it writes (measured: of
+two or eight concurrent conditional PUTs of one key, exactly one succeeds, 200 keys in
+a row); that is what Delta commits on S3 need. Its ``If-Match`` is not (of eight
+concurrent PUTs with one ETag, up to eight succeeded), and a conditional DELETE is not
+implemented (501): nothing in eventlake relies on either. :func:`probe_conditional_put`
+holds the first fact before the tests rely on it.
+
+Example:
+    >>> server = LocalS3Server(load_local_settings())
+    >>> server.start().running
+    True
+    >>> server.connection().s3_endpoint
+    'http://127.0.0.1:9000'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from pydantic import SecretStr
+
+from eventlake.core.errors import EventlakeError
+from eventlake.core.object_store import ObjectStoreSettings
+from eventlake.local import processes
+from eventlake.local.processes import port_in_use
+from eventlake.local.settings import LocalSettings
+from eventlake.storage.files import write_atomically
+
+MAIN_CLASS: Final = "org.gaul.s3proxy.Main"
+#: The region the server answers for (it takes any; clients sign with this one).
+REGION: Final = "us-east-1"
+_LOGBACK: Final = """<configuration>
+  <appender name="LOG" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger{36} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="LOG"/></root>
+</configuration>
+"""
+
+
+class S3ServerError(EventlakeError, RuntimeError):
+    """The local S3 server could not be started, stopped or trusted; the message says why."""
+
+
+@dataclass(frozen=True)
+class S3ServerStatus:
+    """What ``eventlake s3-server status`` reports (never the credentials)."""
+
+    running: bool
+    pid: int | None
+    endpoint: str
+    data_dir: Path
+    log_file: Path
+
+    def describe(self) -> str:
+        if self.running:
+            return (
+                f"S3 server running (pid {self.pid}) on {self.endpoint}; objects in "
+                f"{self.data_dir}, log in {self.log_file}"
+            )
+        return f"S3 server not running (would listen on {self.endpoint})"
+
+
+class LocalS3Server:
+    """Start, stop and query the project-local S3 server."""
+
+    def __init__(self, settings: LocalSettings) -> None:
+        self.settings = settings
+        self.home = settings.s3_server_dir
+        self.data_dir = self.home / "data"
+        self.log_file = self.home / "server.log"
+        self.pid_file = self.home / "server.pid"
+        self.config_file = self.home / "s3proxy.properties"
+        self.credentials_file = self.home / "credentials.json"
+        self.endpoint = f"http://127.0.0.1:{settings.s3_server_port}"
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def pid(self) -> int | None:
+        """Pid of our server while it runs, else None (a stale pid file is removed)."""
+        running = processes.running_records(self.pid_file)
+        if "s3server" in running:
+            return running["s3server"]
+        self.pid_file.unlink(missing_ok=True)
+        return None
+
+    def status(self) -> S3ServerStatus:
+        pid = self.pid()
+        return S3ServerStatus(pid is not None, pid, self.endpoint, self.data_dir, self.log_file)
+
+    def connection(self) -> ObjectStoreSettings:
+        """How a client reaches this server (its endpoint, path style and credentials).
+
+        Example:
+            >>> server.connection().s3_path_style
+            True
+        """
+        identity, credential = self._credentials()
+        return ObjectStoreSettings(
+            s3_endpoint=self.endpoint,
+            s3_region=REGION,
+            s3_path_style=True,
+            s3_access_key_id=SecretStr(identity),
+            s3_secret_access_key=SecretStr(credential),
+        )
+
+    def environment(self) -> dict[str, str]:
+        """The ``EVENTLAKE_S3_*`` variables of :meth:`connection`, for a job's environment.
+
+        Example:
+            >>> sorted(server.environment())[0]
+            'EVENTLAKE_S3_ACCESS_KEY_ID'
+        """
+        connection = self.connection()
+        assert connection.s3_access_key_id and connection.s3_secret_access_key
+        return {
+            "EVENTLAKE_S3_ENDPOINT": self.endpoint,
+            "EVENTLAKE_S3_REGION": connection.s3_region,
+            "EVENTLAKE_S3_PATH_STYLE": "true",
+            "EVENTLAKE_S3_ACCESS_KEY_ID": connection.s3_access_key_id.get_secret_value(),
+            "EVENTLAKE_S3_SECRET_ACCESS_KEY": connection.s3_secret_access_key.get_secret_value(),
+        }
+
+    def answers(self, timeout: float = 1.0) -> bool:
+        """True when the server answers HTTP (any status: an unsigned request is refused)."""
+        try:
+            httpx.get(f"{self.endpoint}/", timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return True
+
+    # -- start and stop --------------------------------------------------------------------
+
+    def _credentials(self) -> tuple[str, str]:
+        """The server's identity and credential, generated once (0600)."""
+        try:
+            stored = json.loads(self.credentials_file.read_text())
+            return str(stored["identity"]), str(stored["credential"])
+        except FileNotFoundError:
+            pass
+        identity, credential = f"eventlake{secrets.token_hex(6)}", secrets.token_urlsafe(30)
+        self.home.mkdir(parents=True, exist_ok=True)
+        write_atomically(
+            self.credentials_file,
+            json.dumps({"identity": identity, "credential": credential}),
+            mode=0o600,
+        )
+        return identity, credential
+
+    def _write_config(self) -> None:
+        identity, credential = self._credentials()
+        lines = {
+            "s3proxy.endpoint": self.endpoint,
+            "s3proxy.authorization": "aws-v2-or-v4",
+            "s3proxy.identity": identity,
+            "s3proxy.credential": credential,
+            "jclouds.provider": "filesystem-nio2",
+            "jclouds.filesystem.basedir": str(self.data_dir),
+        }
+        text = "".join(f"{key}={value}\n" for key, value in lines.items())
+        write_atomically(self.config_file, text, mode=0o600)
+        write_atomically(self.home / "logback.xml", _LOGBACK)
+
+    def _command(self) -> list[str]:
+        folder = self.settings.s3_server_jars_dir
+        if not any(folder.glob("s3proxy-*.jar")):
+            raise S3ServerError(
+                f"The S3 server's jars are missing in {folder}. Run `make jars` first "
+                "(or set EVENTLAKE_S3_SERVER_JARS_DIR)."
+            )
+        java_home = os.environ.get("JAVA_HOME")
+        java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+        if not java:
+            raise S3ServerError("No java found: install a JDK 17+ or set JAVA_HOME.")
+        return [
+            java,
+            "-Xmx256m",
+            "-Djava.awt.headless=true",
+            f"-Dlogback.configurationFile={self.home / 'logback.xml'}",
+            "-cp",
+            str(folder / "*"),
+            MAIN_CLASS,
+            "--properties",
+            str(self.config_file),
+        ]
+
+    def start(self, timeout: float = 60.0) -> S3ServerStatus:
+        """Start the server unless it runs already; wait until it answers."""
+        if self.pid() is not None:
+            if not self._wait_ready(timeout, None):
+                raise S3ServerError(
+                    f"S3 server process {self.pid()} runs but does not answer on "
+                    f"{self.endpoint}; see {self.log_file}."
+                )
+            return self.status()
+        if port_in_use(self.settings.s3_server_port):
+            raise S3ServerError(
+                f"Port {self.settings.s3_server_port} on 127.0.0.1 is already taken by another "
+                "process, so the local S3 server cannot start. Stop that process, or pick a "
+                "free port with EVENTLAKE_S3_SERVER_PORT."
+            )
+        command = self._command()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
+        with open(self.log_file, "ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.home,
+            )
+        processes.write_records(self.pid_file, {"s3server": processes.Recorded.of(process.pid)})
+        if not self._wait_ready(timeout, process):
+            self.stop()
+            raise S3ServerError(
+                f"The S3 server did not answer on {self.endpoint} within {timeout:.0f}s. "
+                f"Last lines of {self.log_file}:\n{processes.log_tail(self.log_file)}"
+            )
+        return self.status()
+
+    def _wait_ready(self, timeout: float, process: subprocess.Popen[bytes] | None) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)
+                raise S3ServerError(
+                    f"The S3 server exited with code {process.returncode} while starting. "
+                    f"Last lines of {self.log_file}:\n{processes.log_tail(self.log_file)}"
+                )
+            if self.answers():
+                return True
+            time.sleep(0.2)
+        return False
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the server (SIGTERM, then SIGKILL). Returns False when it was not running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        processes.stop([pid], timeout=timeout)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+
+def probe_conditional_put(client: Any, bucket: str, *, rounds: int = 20) -> None:
+    """Hold that the server decides ``If-None-Match: *`` atomically: ``rounds`` times, two
+    concurrent conditional PUTs of one new key give exactly one success and one 412.
+    Raises :class:`S3ServerError` with a sentence when they do not: such a server cannot
+    test concurrent commits.
+
+    Example:
+        >>> probe_conditional_put(s3_client(server.connection()), "probe")
+    """
+    prefix = f"_probe/{uuid.uuid4().hex}"
+    for round_number in range(rounds):
+        outcomes = _race_to_create(client, bucket, f"{prefix}/{round_number}")
+        if sorted(outcomes, key=str) != [200, 412]:
+            raise S3ServerError(
+                f"The S3 server cannot test concurrent commits: two concurrent PUTs with "
+                f"If-None-Match: * of one new key answered {outcomes}, not one success and "
+                "one 412 (Precondition Failed). Use a server whose conditional PUT is atomic."
+            )
+    for round_number in range(rounds):
+        client.delete_object(Bucket=bucket, Key=f"{prefix}/{round_number}")
+
+
+def _race_to_create(client: Any, bucket: str, key: str) -> list[object]:
+    """Two threads PUT ``key`` with ``If-None-Match: *`` at once; each one's HTTP status."""
+    start = threading.Barrier(2)
+    outcomes: list[object] = [None, None]
+
+    def put(slot: int) -> None:
+        start.wait()
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=b"%d" % slot, IfNoneMatch="*")
+            outcomes[slot] = 200
+        except Exception as error:  # botocore's ClientError carries the status
+            answer = getattr(error, "response", {}).get("ResponseMetadata", {})
+            outcomes[slot] = answer.get("HTTPStatusCode", repr(error))
+
+    writers = [threading.Thread(target=put, args=(slot,)) for slot in (0, 1)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    return outcomes

@@ -1,0 +1,114 @@
+"""The lease on the object store (eventlake.storage.leases.ObjectLease) on the S3 server:
+one holder at a time, renewed while held, expired when its holder dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from eventlake.core.locations import Location
+from eventlake.storage.leases import LeaseHeld, ObjectLease, lease_at
+
+
+def test_a_warehouse_on_s3_keeps_its_leases_on_the_store(s3_warehouse: Location) -> None:
+    assert isinstance(lease_at(s3_warehouse / "_ledger" / "orders.lease"), ObjectLease)
+
+
+def test_one_holder_at_a_time_and_the_next_one_learns_who_held_it(
+    s3_warehouse: Location,
+) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    first, second = ObjectLease(where), ObjectLease(where)
+    assert first.try_acquire({"job": "ingest", "host": "a"}) == {}
+    with pytest.raises(LeaseHeld) as held:
+        second.try_acquire({"job": "reconcile", "host": "b"})
+    assert held.value.holder == {"job": "ingest", "host": "a"}
+    assert second.holder() == {"job": "ingest", "host": "a"}
+    first.release()
+    assert second.holder() is None
+    assert second.try_acquire({"job": "reconcile", "host": "b"}) == {"job": "ingest", "host": "a"}
+    second.release()
+
+
+def test_of_concurrent_takers_exactly_one_holds_it(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    leases = [ObjectLease(where) for _ in range(4)]
+    won: list[int] = []
+    start = threading.Barrier(len(leases))
+
+    def take(index: int) -> None:
+        start.wait()
+        try:
+            leases[index].try_acquire({"taker": index})
+            won.append(index)
+        except LeaseHeld:
+            pass
+
+    takers = [threading.Thread(target=take, args=(i,)) for i in range(len(leases))]
+    for taker in takers:
+        taker.start()
+    for taker in takers:
+        taker.join()
+    assert len(won) == 1
+    leases[won[0]].release()
+
+
+def test_a_holder_keeps_the_lease_past_its_ttl_by_renewing_it(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    holder = ObjectLease(where, ttl_seconds=1.5)
+    holder.try_acquire({"job": "stream"})
+    time.sleep(4)
+    with pytest.raises(LeaseHeld):
+        ObjectLease(where).try_acquire({"job": "batch"})
+    holder.release()
+
+
+_HOLD_AND_SLEEP = """
+import sys, time
+from eventlake.core.locations import Location
+from eventlake.storage.leases import ObjectLease
+ObjectLease(Location.of(sys.argv[1]), ttl_seconds=2).try_acquire({"job": "doomed"})
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_lease_of_a_killed_holder_expires_after_its_ttl(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AND_SLEEP, str(where)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "held"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    waiting = ObjectLease(where)
+    with pytest.raises(LeaseHeld):
+        waiting.try_acquire({"job": "next"})
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            previous = waiting.try_acquire({"job": "next"})
+            break
+        except LeaseHeld:
+            assert time.monotonic() < deadline, "the dead holder's lease never expired"
+            time.sleep(0.2)
+    assert previous == {"job": "doomed"}
+    waiting.release()
+
+
+def test_a_release_that_forgets_leaves_no_record(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_checkpoints" / "ingest-orders" / "lock"
+    first = ObjectLease(where)
+    first.try_acquire({"job": "ingest"})
+    first.release(forget=True)
+    assert ObjectLease(where).try_acquire({"job": "again"}) == {}
