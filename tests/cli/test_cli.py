@@ -141,7 +141,7 @@ def test_the_command_keeps_mains_exit_status_and_leaves_without_collecting() -> 
 
 def test_a_warehouse_on_a_store_not_written_yet_is_refused_in_a_sentence() -> None:
     refused = subprocess.run(
-        [sys.executable, "-m", "eventlake.cli", "status", "--warehouse", "s3a://lake/prod"],
+        [sys.executable, "-m", "eventlake.cli", "status", "--warehouse", "gs://lake/prod"],
         capture_output=True,
         text=True,
         check=False,
@@ -149,5 +149,5 @@ def test_a_warehouse_on_a_store_not_written_yet_is_refused_in_a_sentence() -> No
     )
 
     assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.startswith("error: The warehouse location 's3a://lake/prod/")
+    assert refused.stderr.startswith("error: The warehouse location 'gs://lake/prod/")
     assert "Traceback" not in refused.stderr
