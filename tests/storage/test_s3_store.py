@@ -101,3 +101,19 @@ def test_delta_rs_writes_and_opens_a_table_on_the_server(s3_warehouse: Location)
 def test_another_scheme_is_refused_in_a_sentence() -> None:
     with pytest.raises(store.UnsupportedStoreError, match="use a local folder or s3a://"):
         store.read_text("gs://bucket/wh/x")
+
+
+def test_a_store_that_does_not_answer_is_one_sentence(
+    s3_warehouse: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_S3_ENDPOINT", "http://127.0.0.1:1")
+    with pytest.raises(s3_store.ObjectStoreError, match="could not be reached"):
+        store.read_text(s3_warehouse / "x")
+
+
+def test_keys_the_store_refuses_are_one_sentence(
+    s3_warehouse: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_S3_SECRET_ACCESS_KEY", "not-the-secret")
+    with pytest.raises(s3_store.ObjectStoreError, match="refused the request"):
+        store.names(s3_warehouse)

@@ -19,10 +19,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, ParamSpec, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from eventlake.core.errors import Refused
 from eventlake.core.locations import Location
 from eventlake.core.object_store import ObjectStoreSettings
 from eventlake.core.settings import ENV_PREFIX
@@ -33,6 +34,47 @@ S3_SCHEMES: Final = frozenset({"s3a", "s3"})
 _DELETE_BATCH: Final = 1000
 #: Attempts of one request on a transient error (botocore's standard retry mode).
 _ATTEMPTS: Final = 5
+
+
+class ObjectStoreError(Refused, RuntimeError):
+    """The object store refused or could not be reached; the message says what to set."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _explained(call: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``call`` with the store's failures as one sentence (no credentials, no endpoint,
+    keys refused, no bucket) instead of botocore's traceback."""
+
+    @functools.wraps(call)
+    def explained(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+        try:
+            return call(*args, **kwargs)
+        except NoCredentialsError:
+            raise ObjectStoreError(
+                "No S3 credentials: set EVENTLAKE_S3_ACCESS_KEY_ID and "
+                "EVENTLAKE_S3_SECRET_ACCESS_KEY (or the AWS environment's)."
+            ) from None
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            if code in {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId",
+                        "SignatureDoesNotMatch", "Forbidden", "403"}:  # fmt: skip
+                raise ObjectStoreError(
+                    f"The S3 store refused the request ({code}): check the bucket of "
+                    "EVENTLAKE_WAREHOUSE and the EVENTLAKE_S3_* keys."
+                ) from None
+            raise
+        except BotoCoreError as error:
+            raise ObjectStoreError(
+                f"The S3 store could not be reached ({error}): check EVENTLAKE_S3_ENDPOINT "
+                "and that the server runs."
+            ) from None
+
+    return explained
 
 
 class _FromEnvironment(BaseSettings, ObjectStoreSettings):
@@ -91,6 +133,7 @@ def _is_missing(error: Exception) -> bool:
     return code in {"NoSuchKey", "404", "NotFound"}
 
 
+@_explained
 def read_bytes(location: Location) -> bytes | None:
     """The object's bytes, or None when there is none."""
     bucket, key = bucket_and_key(location)
@@ -109,12 +152,14 @@ def read_text(location: Location) -> str | None:
     return None if found is None else found.decode("utf-8")
 
 
+@_explained
 def write_text(location: Location, text: str) -> None:
     """Put ``text`` as the object (one PUT: whole or not at all)."""
     bucket, key = bucket_and_key(location)
     client().put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"))
 
 
+@_explained
 def create_text(location: Location, text: str) -> bool:
     """Put ``text`` as the object only if there is none (``If-None-Match: *``); False
     when one is there. A retried PUT that meets its own first attempt counts as created:
@@ -136,6 +181,7 @@ def create_text(location: Location, text: str) -> bool:
     return read_text(location) == text
 
 
+@_explained
 def delete(location: Location) -> None:
     """Delete the object (nothing to do when there is none)."""
     bucket, key = bucket_and_key(location)
@@ -162,6 +208,7 @@ def _names_in(page: dict[str, Any], prefix_length: int) -> Iterator[str]:
         yield entry["Key"][prefix_length:]
 
 
+@_explained
 def names(folder: Location) -> list[str]:
     """The names one level below ``folder`` (objects and prefixes), sorted."""
     _, key = bucket_and_key(folder)
@@ -170,6 +217,7 @@ def names(folder: Location) -> list[str]:
     return sorted(name for name in found if name)
 
 
+@_explained
 def any_name(folder: Location, wanted: Callable[[str], bool]) -> bool:
     """Whether a name one level below ``folder`` is ``wanted``, stopping at the first page
     that has one."""
@@ -180,6 +228,7 @@ def any_name(folder: Location, wanted: Callable[[str], bool]) -> bool:
     )
 
 
+@_explained
 def is_folder(location: Location) -> bool:
     """Whether objects share ``location`` as their prefix."""
     bucket, key = bucket_and_key(location)
@@ -187,6 +236,7 @@ def is_folder(location: Location) -> bool:
     return bool(listed.get("KeyCount"))
 
 
+@_explained
 def modified_at(location: Location) -> datetime | None:
     """When the object was last written (UTC), or None when there is none."""
     bucket, key = bucket_and_key(location)
@@ -205,6 +255,7 @@ def exists(location: Location) -> bool:
     return modified_at(location) is not None or is_folder(location)
 
 
+@_explained
 def remove_tree(folder: Location) -> None:
     """Delete every object under ``folder``, and an object of that name."""
     bucket, key = bucket_and_key(folder)
