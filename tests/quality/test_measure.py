@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,6 +95,13 @@ def crafted(spark: SparkSession) -> Iterator[DataFrame]:
     release(derived)
 
 
+def _validator(folder: Path) -> Validator:
+    docs = folder / "dq_docs"
+    return Validator.create(
+        "m", RUN_TIME, stores=folder / "_dq_gx", docs=docs, docs_location=docs.as_uri()
+    )
+
+
 def _plan(rules: TopicRules) -> list[SuiteCheck]:
     latest = RUN_TIME + timedelta(seconds=rules.max_future_skew_seconds)
     return suite_checks(rules, latest_time=latest, has_occurrences=True)
@@ -104,8 +112,7 @@ def test_counts_judged_by_gx_equal_gx_scanning_the_slice(
     crafted: DataFrame, settings: Settings, tmp_path: Any, topic: str
 ) -> None:
     rules = OWN_RULES.get(topic, DEFAULTS)
-    lake = settings.model_copy(update={"warehouse": tmp_path})
-    validator = Validator.create(lake, run_id="m", run_time=RUN_TIME)
+    validator = _validator(tmp_path)
     latest = {LATEST_TIME_PARAMETER: RUN_TIME + timedelta(seconds=rules.max_future_skew_seconds)}
     own = crafted.where(crafted.kafka_topic == topic)
     scanned_plan = _plan(rules)
@@ -176,8 +183,7 @@ def test_a_largest_value_judged_by_gx_equals_gx_scanning_the_rows(
         ]
 
     frame = spark.createDataFrame(list(rates.items()), "kafka_topic string, rejects_rate double")
-    lake = settings.model_copy(update={"warehouse": tmp_path})
-    validator = Validator.create(lake, run_id="m", run_time=RUN_TIME)
+    validator = _validator(tmp_path)
 
     scanned = validator.validate("scanned", validator.stats_batch, expectations(), frame, {})
     counted = validator.record(

@@ -117,3 +117,40 @@ def test_keys_the_store_refuses_are_one_sentence(
     monkeypatch.setenv("EVENTLAKE_S3_SECRET_ACCESS_KEY", "not-the-secret")
     with pytest.raises(s3_store.ObjectStoreError, match="refused the request"):
         store.names(s3_warehouse)
+
+
+def test_a_working_copy_brings_the_files_and_sends_back_only_what_changed(
+    s3_warehouse: Location,
+) -> None:
+    docs = s3_warehouse / "dq_docs"
+    store.write_text(docs / "index.html", "old index")
+    store.write_text(docs / "validations" / "run-1.json", "first run")
+    with store.working_copy(docs) as local:
+        assert (local / "validations" / "run-1.json").read_text() == "first run"
+        (local / "index.html").write_text("new index")
+        (local / "validations" / "run-2.json").write_text("second run")
+        # Another host rewrites a file this copy did not change: it must stay theirs.
+        store.write_text(docs / "validations" / "run-1.json", "rewritten elsewhere")
+    assert store.read_text(docs / "index.html") == "new index"
+    assert store.read_text(docs / "validations" / "run-2.json") == "second run"
+    assert store.read_text(docs / "validations" / "run-1.json") == "rewritten elsewhere"
+
+
+def test_a_failed_block_sends_nothing_back(s3_warehouse: Location) -> None:
+    docs = s3_warehouse / "dq_docs"
+    with pytest.raises(RuntimeError), store.working_copy(docs) as local:
+        (local / "index.html").write_text("half written")
+        raise RuntimeError("the check failed")
+    assert not store.exists(docs / "index.html")
+
+
+def test_rows_appended_by_delta_rs_land_in_a_table_on_the_server(s3_warehouse: Location) -> None:
+    results = s3_warehouse / "dq_results"
+    store.append_to_delta_table(results, pa.table({"check": ["row_count"], "ok": [True]}))
+    store.append_to_delta_table(results, pa.table({"check": ["rejects_rate"], "ok": [False]}))
+    table = store.open_delta_table(results)
+    assert table.version() == 1
+    assert sorted(table.to_pyarrow_table().column("check").to_pylist()) == [
+        "rejects_rate",
+        "row_count",
+    ]

@@ -15,6 +15,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Final
 
 import great_expectations as gx
@@ -40,7 +41,6 @@ from great_expectations.expectations.expectation import Expectation
 from great_expectations.validator.validation_statistics import calc_validation_statistics
 from pyspark.sql import DataFrame
 
-from eventlake.core.settings import Settings
 from eventlake.quality.model import SUITE_INDEX, CheckCounts
 from eventlake.quality.request import QualityError
 from eventlake.warehouse.names import EVENTS
@@ -69,24 +69,24 @@ NULLS_METRIC: Final = "column_values.nonnull.unexpected_count"
 MAX_METRIC: Final = "column.max"
 
 
-def gx_context(settings: Settings) -> EphemeralDataContext:
-    """A GX context whose stores and Data Docs site live under the warehouse.
+def gx_context(stores: Path, docs: Path) -> EphemeralDataContext:
+    """A GX context whose stores live in the local folder ``stores`` and its Data Docs
+    site in ``docs`` (the warehouse's ``_dq_gx`` and ``dq_docs``, or local copies of them:
+    :func:`eventlake.storage.store.working_copy`, since GX 1.x writes local files only).
 
     Ephemeral (no great_expectations.yml to keep in sync), but with filesystem stores:
     validation results accumulate under ``<warehouse>/_dq_gx``, so the Data Docs index at
     ``<warehouse>/dq_docs`` lists every run, not only the last.
     """
     config = DataContextConfig(
-        store_backend_defaults=FilesystemStoreBackendDefaults(
-            root_directory=str(settings.warehouse / GX_STORES)
-        ),
+        store_backend_defaults=FilesystemStoreBackendDefaults(root_directory=str(stores)),
         data_docs_sites={
             DOCS_SITE: {
                 "class_name": "SiteBuilder",
                 "show_how_to_buttons": False,
                 "store_backend": {
                     "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str(settings.warehouse / DQ_DOCS),
+                    "base_directory": str(docs),
                 },
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             }
@@ -110,9 +110,17 @@ class Validator:
     # passes them (build_data_docs' annotation admits only one kind at a time).
     result_ids: list[Any] = field(default_factory=list)
 
+    #: Where the Data Docs site is built (a local folder) and where users find it.
+    docs_folder: Path | None = None
+    docs_location: str | None = None
+
     @classmethod
-    def create(cls, settings: Settings, run_id: str, run_time: datetime) -> Validator:
-        context = gx_context(settings)
+    def create(
+        cls, run_id: str, run_time: datetime, *, stores: Path, docs: Path, docs_location: str
+    ) -> Validator:
+        """``stores``, ``docs``: the local folders of GX's stores and Data Docs;
+        ``docs_location``: where the docs' folder is in the warehouse (the index's URL)."""
+        context = gx_context(stores, docs)
         # persist=False: the slice is cached by run_checks, once, and released at the end;
         # GX's own persist is never undone.
         source = context.data_sources.add_or_update_spark("eventlake", persist=False)
@@ -120,7 +128,14 @@ class Validator:
         stats = source.add_dataframe_asset("slice_counts").add_batch_definition_whole_dataframe(
             "slice"
         )
-        return cls(context, events, stats, RunIdentifier(run_name=run_id, run_time=run_time))
+        return cls(
+            context,
+            events,
+            stats,
+            RunIdentifier(run_name=run_id, run_time=run_time),
+            docs_folder=docs,
+            docs_location=docs_location,
+        )
 
     def validate(
         self,
@@ -232,7 +247,15 @@ class Validator:
         urls = self.context.build_data_docs(
             site_names=[DOCS_SITE], resource_identifiers=self.result_ids
         )
-        return str(urls.get(DOCS_SITE)) if urls.get(DOCS_SITE) else None
+        url = str(urls.get(DOCS_SITE) or "")
+        if not url:
+            return None
+        if self.docs_folder is not None and self.docs_location is not None:
+            # A local copy's URL names a temporary folder: name the warehouse's instead.
+            local = self.docs_folder.as_uri()
+            if url.startswith(local) and not self.docs_location.startswith(local):
+                return self.docs_location.rstrip("/") + url[len(local) :]
+        return url
 
 
 def judge(

@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.quality.config import (
     CheckName,
@@ -48,7 +49,7 @@ from eventlake.quality.config import (
     TopicRules,
     load_quality_config,
 )
-from eventlake.quality.gx import Validator
+from eventlake.quality.gx import DQ_DOCS, GX_STORES, Validator
 from eventlake.quality.measure import TopicMeasures, measure_slice, no_rows
 from eventlake.quality.model import SuiteCheck
 from eventlake.quality.request import CheckRequest, QualityError, require_checkable
@@ -66,6 +67,7 @@ from eventlake.quality.validation import check_rejects_rates, check_topic
 from eventlake.runs.lineage import Assertion, job_run, table_dataset
 from eventlake.runs.stop_signals import StopSignals, cancel_spark_jobs
 from eventlake.spark.rows import local_rows, release
+from eventlake.storage.store import working_copy
 from eventlake.warehouse.names import DQ_RESULTS, REJECTS, is_delta_table
 from eventlake.warehouse.schemas import REJECTS_SCHEMA
 from eventlake.warehouse.tables import rejected_by_ingest
@@ -234,27 +236,35 @@ def _run_checks(
             # Stopped between Spark jobs: before Great Expectations records anything.
             raise stopped()
         if topics:
-            validator = Validator.create(settings, run_id, run_time)
-            rules = {topic: rules_config.rules_for(topic) for topic in topics}
-            for topic in topics:
-                # A topic with rejects only has no row in the slice: its counts are zeros.
-                topic_measures = measured.get(topic) or no_rows(
-                    suites[topic] if topic in suites else suites[None]
-                )
-                report.results += check_topic(
-                    validator,
-                    topic,
-                    rules[topic],
-                    events,
-                    topic_measures,
-                    latest_time=latest_time(rules[topic]),
-                    has_occurrences=uniqueness,
-                )
-            counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
-            report.results += check_rejects_rates(validator, rules, counts, rejects)
-            # Grouped by topic for reading; the sort is stable, suite order stays.
-            report.results.sort(key=lambda r: r.topic)
-            report.docs_index = validator.build_docs()
+            docs_folder = settings.warehouse / DQ_DOCS
+            with (
+                working_copy(settings.warehouse / GX_STORES) as stores,
+                working_copy(docs_folder) as docs,
+            ):
+                validator = Validator.create(
+                    run_id, run_time, stores=stores, docs=docs,
+                    docs_location=Location.of(docs_folder).as_uri(),
+                )  # fmt: skip
+                rules = {topic: rules_config.rules_for(topic) for topic in topics}
+                for topic in topics:
+                    # A topic with rejects only has no row in the slice: its counts are zeros.
+                    topic_measures = measured.get(topic) or no_rows(
+                        suites[topic] if topic in suites else suites[None]
+                    )
+                    report.results += check_topic(
+                        validator,
+                        topic,
+                        rules[topic],
+                        events,
+                        topic_measures,
+                        latest_time=latest_time(rules[topic]),
+                        has_occurrences=uniqueness,
+                    )
+                counts = {t: (event_counts.get(t, 0), reject_counts.get(t, 0)) for t in topics}
+                report.results += check_rejects_rates(validator, rules, counts, rejects)
+                # Grouped by topic for reading; the sort is stable, suite order stays.
+                report.results.sort(key=lambda r: r.topic)
+                report.docs_index = validator.build_docs()
         rejects_version = rejects_slice.end_version if rejects_slice else -1
         if signals.signal_name is not None:
             raise stopped()

@@ -17,8 +17,10 @@ Example:
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final, ParamSpec, TypeVar
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -270,6 +272,47 @@ def remove_tree(folder: Location) -> None:
         s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
     if key:
         delete(folder)
+
+
+@_explained
+def download_tree(folder: Location, into: Path) -> dict[str, str]:
+    """Copy every object under ``folder`` into the local folder ``into`` (same relative
+    names); returns each name's ETag, to tell later which files changed."""
+    bucket, key = bucket_and_key(folder)
+    length = len(key) + 1 if key else 0
+    s3 = client()
+    tags: dict[str, str] = {}
+    for page in _pages(folder, delimiter=None):
+        for entry in page.get("Contents", ()):
+            name = entry["Key"][length:]
+            if not name or name.endswith("/"):
+                continue
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, entry["Key"], str(target))
+            tags[name] = _local_etag(target)
+    return tags
+
+
+@_explained
+def upload_tree(source: Path, folder: Location, unchanged: dict[str, str]) -> int:
+    """Copy every file under the local folder ``source`` to ``folder``, except those whose
+    content is as ``unchanged`` (name -> :func:`download_tree`'s tag) says; how many."""
+    bucket, key = bucket_and_key(folder)
+    s3 = client()
+    sent = 0
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        name = path.relative_to(source).as_posix()
+        if unchanged.get(name) == _local_etag(path):
+            continue
+        s3.upload_file(str(path), bucket, f"{key}/{name}" if key else name)
+        sent += 1
+    return sent
+
+
+def _local_etag(path: Path) -> str:
+    """A file's content digest (not the store's ETag, which multipart uploads change)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def storage_options() -> dict[str, str]:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -209,3 +211,39 @@ def open_delta_table(location: LocationLike, version: int | None = None) -> Any:
 
     uri = str(location if on_object_store(location) else local_path(location))
     return DeltaTable(uri, version=version, storage_options=storage_options(location) or None)
+
+
+def append_to_delta_table(location: LocationLike, rows: Any) -> None:
+    """Append ``rows`` (a pyarrow table) to the Delta table at ``location`` through
+    delta-rs, creating it when missing (on S3 its commit is put-if-absent, as Spark's).
+
+    Example:
+        >>> append_to_delta_table(settings.table_path("dq_results"), arrow_rows)
+    """
+    from deltalake import write_deltalake
+
+    uri = str(location if on_object_store(location) else local_path(location))
+    write_deltalake(uri, rows, mode="append", storage_options=storage_options(location) or None)
+
+
+@contextmanager
+def working_copy(folder: LocationLike) -> Iterator[Path]:
+    """A local folder holding ``folder``'s files while the block runs, for a library that
+    writes only to local files (Great Expectations' stores and Data Docs): the folder
+    itself when it is local; otherwise a temporary copy, whose new and changed files are
+    written back when the block ends without an error.
+
+    Example:
+        >>> with working_copy(settings.warehouse / "dq_docs") as docs:
+        ...     build_docs(docs)
+    """
+    if (remote := on_object_store(folder)) is None:
+        path = local_path(folder)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="eventlake-copy-") as scratch:
+        copy = Path(scratch)
+        fetched = s3_store.download_tree(remote, copy)
+        yield copy
+        s3_store.upload_tree(copy, remote, fetched)

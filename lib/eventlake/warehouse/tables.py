@@ -37,6 +37,7 @@ from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import LocationLike
 from eventlake.core.settings import Settings
 from eventlake.spark.rows import computed_once, local_rows, plain_row
+from eventlake.storage.store import append_to_delta_table
 from eventlake.warehouse.conflicts import retry_conflicts
 from eventlake.warehouse.delta_log import (
     commit_actions,
@@ -310,12 +311,11 @@ def append_rows(
     if not rows:
         return
     import pyarrow as pa
-    from deltalake import write_deltalake
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(schema)
     table = pa.Table.from_pylist([plain_row(row, schema) for row in rows], schema=arrow_schema)
-    write_deltalake(str(path), table, mode="append")
+    append_to_delta_table(path, table)
 
 
 def rejected_by_ingest() -> Column:
