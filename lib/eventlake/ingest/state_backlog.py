@@ -137,10 +137,10 @@ def read_back(
         >>> rows, from_files = read_back(spark, landed, batch, e, r, marks, ends)
         >>> apply_state(spark, settings, rows, topics=["orders"], read_back=from_files)
     """
-    added = _added_rows(spark, landed, events_path, rejects_path, state_marks)
+    added = _added_rows(spark, landed, events_path, rejects_path, state_marks, ends)
     if added is not None:
         return added.where(unlanded(state_marks)), True
-    if batch is not None and len(landed) == 1:
+    if batch is not None and len(landed) == 1 and _reaches(landed[0].ends, ends):
         return decode_records(batch).where(unlanded(state_marks)), False
     return landed_between(spark, events_path, rejects_path, state_marks, ends), True
 
@@ -151,9 +151,11 @@ def _added_rows(
     events_path: str,
     rejects_path: str,
     state_marks: Marks,
+    ends: PartitionOffsets,
 ) -> DataFrame | None:
     """The rows the batches' commits added, when they hold every record from the marks
-    on: each batch landed from where the marks and the batches before it stood."""
+    on up to ``ends``: each batch landed from where the marks and the batches before it
+    stood, and the last reached ``ends`` (another process may have landed more since)."""
     covered = dict(state_marks)
 
     def covers(landed_from: PartitionOffsets) -> bool:
@@ -179,6 +181,8 @@ def _added_rows(
             rejects_versions.append(result.located[rejects_path])
         for key, end in batch.ends.items():
             covered[key] = max(covered.get(key, 0), end)
+    if not _reaches(covered, ends):
+        return None
     events = rows_added_by(spark, events_path, events_versions, EVENTS_SCHEMA)
     rejects = (
         rows_added_by(spark, rejects_path, rejects_versions, REJECTS_SCHEMA)
@@ -188,6 +192,11 @@ def _added_rows(
     if events is None or (rejects_versions and rejects is None):
         return None
     return records_from_tables(events, rejects)
+
+
+def _reaches(covered: PartitionOffsets, ends: PartitionOffsets) -> bool:
+    """Whether ``covered`` holds every partition of ``ends`` up to its end."""
+    return all(covered.get(key, 0) >= end for key, end in ends.items())
 
 
 def landed_between(

@@ -18,7 +18,7 @@ from eventlake.ingest.request import IngestRequest
 from eventlake.ingest.state_backlog import StateBacklog, read_back
 from eventlake.kafka.topics import topic_offsets
 from eventlake.ledger.commits import Ledger
-from eventlake.ledger.marks import STATE
+from eventlake.ledger.marks import INGEST, STATE, read_marks
 from eventlake.runs.offset_log import LoggedBatch
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.state.apply import StateMarks, apply_state
@@ -70,6 +70,13 @@ def apply_backlog(
         for t in state_topics
         for k, v in ledger.marks(str(state_path(settings, t)), STATE, [t]).items()
     }
+    # Up to where the events table stands now, not only this run's batches: a state
+    # step of another host that changed the table since its marks were read applied no
+    # more than that, so this one never puts an older record back over its work (the
+    # fence refuses any that started before it: eventlake.ledger.marks.fence_key).
+    _, landed = read_marks(events_path, INGEST, state_topics)
+    for key, end in landed.items():
+        ends[key] = max(ends.get(key, 0), end)
     behind = [
         t
         for t in state_topics

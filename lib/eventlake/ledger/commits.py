@@ -22,7 +22,15 @@ from eventlake.core.engine_internals import CHECKED_VERSIONS
 from eventlake.core.errors import EventlakeError, Refused, TryAgainLater
 from eventlake.core.locations import Location
 from eventlake.ledger.lease import LEASE_WAIT_SECONDS, topic_leases
-from eventlake.ledger.marks import Marks, PartitionOffsets, commit_note, ledger_key, read_marks
+from eventlake.ledger.marks import (
+    STATE,
+    Marks,
+    PartitionOffsets,
+    commit_note,
+    fence_key,
+    ledger_key,
+    read_ledger,
+)
 from eventlake.warehouse.conflicts import retry_conflicts
 
 #: Delta versions whose transaction API :class:`io.eventlake.ledger.DeltaLedger` was
@@ -128,6 +136,8 @@ class _TableLedger:
     marks: dict[tuple[str, str, int], int] = field(default_factory=dict)
     #: The (job, topic) pairs whose every partition is in ``marks``.
     read: set[tuple[str, str]] = field(default_factory=set)
+    #: topic -> the state table's fence (:func:`eventlake.ledger.marks.fence_key`).
+    fences: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,14 +188,40 @@ class Ledger:
         """The marks of ``job`` for ``topics`` in the table at ``path``."""
         wanted = sorted(set(topics))
         table = self._tables.get(path)
-        if table is None or any((job, t) not in table.read for t in wanted):
-            version, fresh = read_marks(path, job, wanted)
+        unknown_fence = job == STATE and table is not None and not set(wanted) <= set(table.fences)
+        if table is None or unknown_fence or any((job, t) not in table.read for t in wanted):
+            version, fresh, fences = read_ledger(path, job, wanted)
             if table is None or version != table.version:
                 # Another process committed since: what this one knew may be stale.
                 table = self._tables[path] = _TableLedger(version)
             table.marks.update({(job, t, p): o for (t, p), o in fresh.items()})
             table.read.update((job, t) for t in wanted)
+            if job == STATE:
+                table.fences.update(fences)
         return {(t, p): o for (j, t, p), o in table.marks.items() if j == job and t in wanted}
+
+    def fence(self, path: str, topic: str) -> int:
+        """The state table's fence for ``topic`` as of the version its marks were read at
+        (:meth:`marks` with job ``state`` first; 0: no table yet). A commit that changes
+        the table's rows sets it one higher (:meth:`fenced`, or a MERGE's ``txnVersion``).
+
+        Example:
+            >>> ledger.marks(path, STATE, ["customers"]); ledger.fence(path, "customers")
+            7
+        """
+        self.marks(path, STATE, [topic])
+        table = self._tables.get(path)
+        return 0 if table is None else table.fences.get(topic, 0)
+
+    def fenced(self, path: str, topic: str) -> dict[str, int]:
+        """The key a commit that changes the state table's rows adds (``extra`` of
+        :meth:`commit`): the fence one higher, refused should another commit have moved it.
+
+        Example:
+            >>> ledger.fenced(path, "customers")
+            {'eventlake/state-applied/customers': 8}
+        """
+        return {fence_key(topic): self.fence(path, topic) + 1}
 
     def forget(self, path: str) -> None:
         """Drop what this process knows of ``path``'s marks (read again on next use)."""
@@ -335,6 +371,14 @@ class Ledger:
         table.version = version
         table.marks.update({(job, t, p): o for (t, p), o in moved.items()})
         table.read.update((job, t) for t, _ in moved)
+        fence_prefix = fence_key("")
+        table.fences.update(
+            {
+                k[len(fence_prefix) :]: v
+                for k, v in (extra or {}).items()
+                if k.startswith(fence_prefix)
+            }
+        )
         return version
 
 

@@ -30,6 +30,11 @@ STATE: Final = "state"
 CAUGHT_UP: Final = "state-caught-up"
 
 
+#: Key of the state table's fence: ``eventlake/state-applied/<topic>``, a count of the
+#: commits that changed the table's rows (see :func:`fence_key`).
+STATE_APPLIED: Final = "state-applied"
+
+
 #: (topic, partition) -> offset: where a range of records starts or ends.
 PartitionOffsets = dict[tuple[str, int], int]
 #: (topic, partition) -> the next offset to land: what the ledger holds for a job.
@@ -56,6 +61,23 @@ def caught_up_key(topic: str) -> str:
     return f"{KEY_PREFIX}/{CAUGHT_UP}/{topic}"
 
 
+def fence_key(topic: str) -> str:
+    """The key of a state table's fence (version: how many commits changed its rows).
+
+    Every commit that changes a state table's rows sets it one higher than the value it
+    read, a MERGE through Delta's idempotent-DML settings (``txnAppId``/``txnVersion``),
+    the others through the ledger; each registers it as read. So two of them that read
+    the same value cannot both commit, and one that read an older value is skipped or
+    refused: what makes a state table exactly once without a shared lock
+    (docs/guarantees.md).
+
+    Example:
+        >>> fence_key("customers")
+        'eventlake/state-applied/customers'
+    """
+    return f"{KEY_PREFIX}/{STATE_APPLIED}/{topic}"
+
+
 def read_marks(path: LocationLike, job: str, topics: Iterable[str]) -> tuple[int, Marks]:
     """The table's version and the marks of ``job`` for ``topics``, read with delta-rs
     (no Spark). Partitions are numbered from 0 and every landing writes all it read, so
@@ -65,16 +87,32 @@ def read_marks(path: LocationLike, job: str, topics: Iterable[str]) -> tuple[int
         >>> read_marks("/wh/events", "ingest", ["orders"])
         (42, {('orders', 0): 1200, ('orders', 1): 1187})
     """
+    version, marks, _ = read_ledger(path, job, topics)
+    return version, marks
+
+
+def read_ledger(
+    path: LocationLike, job: str, topics: Iterable[str]
+) -> tuple[int, Marks, dict[str, int]]:
+    """:func:`read_marks`, and each topic's fence (:func:`fence_key`; 0: none yet) as of
+    the same version.
+
+    Example:
+        >>> read_ledger("/wh/state/customers", "state", ["customers"])
+        (12, {('customers', 0): 120}, {'customers': 7})
+    """
     table = delta_rs_table(path)
     if table is None:
-        return -1, {}
+        return -1, {}, {}
     marks: Marks = {}
+    fences: dict[str, int] = {}
     for topic in topics:
         partition = 0
         while (mark := table.transaction_version(ledger_key(job, topic, partition))) is not None:
             marks[(topic, partition)] = int(mark)
             partition += 1
-    return int(table.version()), marks
+        fences[topic] = int(table.transaction_version(fence_key(topic)) or 0)
+    return int(table.version()), marks, fences
 
 
 def landed_version(path: LocationLike) -> int | None:

@@ -8,9 +8,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -19,6 +20,7 @@ from eventlake.binding.decode import (
     EVENT_COLUMNS,
 )
 from eventlake.binding.reason_counts import observed_values
+from eventlake.core.errors import TryAgainLater
 from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import FilesChangedError, Ledger
@@ -34,6 +36,8 @@ from eventlake.warehouse.tables import MATERIALIZED_SOURCE_CONFS, merge_source
 
 _log = progress_log(__name__)
 
+T = TypeVar("T")
+
 
 def merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
     from delta.tables import DeltaTable
@@ -44,26 +48,78 @@ def merge_metrics(spark: SparkSession, path: str) -> dict[str, int]:
     return {k: int(v) for k, v in (last["operationMetrics"] or {}).items() if v.isdigit()}
 
 
+#: Delta's idempotent-DML settings: a MERGE with them commits ``txnAppId`` at
+#: ``txnVersion``, registered as read, and is skipped when the table already has that
+#: version or a higher one (:func:`eventlake.ledger.marks.fence_key`).
+TXN_APP_ID: Final = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION: Final = "spark.databricks.delta.write.txnVersion"
+
+
+class StateFencedError(TryAgainLater, RuntimeError):
+    """Another process changed the state table's rows since this one read its marks (a
+    state step of the same topic on another host, a reconcile); this one committed
+    nothing, and the next run applies what the table's marks do not hold."""
+
+
+def fenced_merge(ledger: Ledger, path: str, topic: str) -> dict[str, str]:
+    """The session settings under which a MERGE of ``topic``'s state table moves its
+    fence one past the value the ledger read with the marks: Delta then refuses it when
+    another commit moves the fence meanwhile (``ConcurrentTransactionException``) and
+    skips it when one did before it started (see :func:`_merge_latest`).
+
+    Example:
+        >>> fenced_merge(ledger, "/wh/state/customers", "customers")
+        {'spark.databricks.delta.write.txnAppId': 'eventlake/state-applied/customers', ...}
+    """
+    ((key, version),) = ledger.fenced(path, topic).items()
+    return {TXN_APP_ID: key, TXN_VERSION: str(version)}
+
+
+def run_fenced(merge: Callable[[], T], path: str) -> T:
+    """``merge()``, with Delta's refusal of a fenced MERGE (another commit moved the
+    fence while it ran: ``ConcurrentTransactionException``) as :class:`StateFencedError`.
+
+    Example:
+        >>> run_fenced(builder.execute, "/wh/state/customers")
+    """
+    from delta.exceptions import ConcurrentTransactionException
+
+    try:
+        return merge()
+    except ConcurrentTransactionException:
+        raise StateFencedError(
+            f"{path}: another process changed the state table while this MERGE ran; "
+            "nothing of it was committed: run the job again, it applies what the table's "
+            "marks do not hold"
+        ) from None
+
+
 def _merge_latest(
     spark: SparkSession, path: str, source: DataFrame, values: dict[str, str | Column]
 ) -> tuple[int, int]:
     """One MERGE of latest-per-key rows into a state table: tombstone -> delete, otherwise
     upsert. Returns (rows upserted, rows deleted), as the MERGE itself reports them (no
-    read of the table's history: each costs the driver a Delta log read)."""
+    read of the table's history: each costs the driver a Delta log read). Under
+    :func:`fenced_merge`'s settings, a MERGE Delta skipped (its fence moved before it
+    started: another process changed the rows) raises :class:`StateFencedError`."""
     from delta.tables import DeltaTable
 
-    counts = (
+    merge = (
         DeltaTable.forPath(spark, path)
         .alias("t")
         .merge(source.alias("s"), "t.kafka_key = s.kafka_key")
         .whenMatchedDelete(condition="s._tombstone")
         .whenMatchedUpdate(condition="NOT s._tombstone", set=values)
         .whenNotMatchedInsert(condition="NOT s._tombstone", values=values)
-        .execute()
-        .first()
     )
+    counts = run_fenced(merge.execute, path).first()
     if counts is None:
-        return 0, 0
+        # Delta returns no metrics row only for a MERGE its txnVersion skipped.
+        raise StateFencedError(
+            f"{path}: another process changed the state table since this one read its "
+            "marks; nothing was merged: run the job again, it applies what the table's "
+            "marks do not hold"
+        )
     return (
         int(counts["num_updated_rows"] or 0) + int(counts["num_inserted_rows"] or 0),
         int(counts["num_deleted_rows"] or 0),
@@ -91,8 +147,9 @@ class StateMarks:
             )  # fmt: skip
         path = str(state_path(settings, topic))
         return _commit_marks(
-            self.ledger, path, topic, self.ends, pending, self.caught_up_ms, self.note, self.batch
-        )
+            self.ledger, path, topic, self.ends, pending, self.caught_up_ms, self.note, self.batch,
+            changes_rows=True,
+        )  # fmt: skip
 
     def commit_first_rows(
         self, settings: Settings, topic: str, rows: DataFrame, version: int
@@ -196,7 +253,10 @@ def _merge_batch(
                 changes[topic] = StateChange(upserted, deleted, skipped_no_key=skipped)
                 continue
         values: dict[str, str | Column] = {c: f"s.{c}" for c in EVENT_COLUMNS}
-        with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
+        confs = dict(MATERIALIZED_SOURCE_CONFS)
+        if marks is not None:
+            confs.update(fenced_merge(marks.ledger, path, topic))
+        with session_conf(spark, confs):
             # Running the same MERGE again on the new snapshot is safe: it applies the
             # same latest-per-key rows.
             upserted, deleted = merge_retried(
@@ -297,7 +357,9 @@ def commit_first_rows(
     if pending is None:
         return None
     try:
-        _commit_marks(ledger, path, topic, ends, pending, caught_up_ms, note, batch)
+        _commit_marks(
+            ledger, path, topic, ends, pending, caught_up_ms, note, batch, changes_rows=True
+        )
     except FilesChangedError:
         return None
     return int(pending.rows())
@@ -312,8 +374,14 @@ def _commit_marks(
     caught_up_ms: int | None,
     note: str,
     batch: int | None,
+    *,
+    changes_rows: bool = False,
 ) -> int:
+    """``changes_rows``: ``pending`` changes the table's rows, so the commit moves the
+    fence too (marks alone, after a MERGE that moved it, do not)."""
     extra = {caught_up_key(topic): caught_up_ms} if caught_up_ms is not None else {}
+    if changes_rows:
+        extra.update(ledger.fenced(path, topic))
     of_topic = {k: v for k, v in ends.items() if k[0] == topic}
     # A commit that loses to the compaction check recording a risk (a property change) is
     # made on the new version by the ledger; one whose marks moved is refused.

@@ -22,9 +22,12 @@ from eventlake.ledger.commits import Ledger
 from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
 from eventlake.spark.session import session_conf
 from eventlake.state.apply import (
+    StateFencedError,
     commit_first_rows,
     commit_state_marks,
+    fenced_merge,
     merge_metrics,
+    run_fenced,
 )
 from eventlake.state.records import applicable_records, latest_per_key
 from eventlake.state.retry import merge_retried
@@ -85,6 +88,10 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
     require_topics(settings, [topic])
     ledger = Ledger(spark)
     with ledger.leases(settings.warehouse, [topic], job="reconcile"):
+        path = ensure_state_table(spark, settings, topic)
+        # Read before the topic is: a state step that lands after this read moves the
+        # fence, and the MERGE below is then refused instead of undoing it.
+        fence = fenced_merge(ledger, path, topic)
         read_at_ms = int(time.time() * 1000)
         _, head = topic_offsets(settings, topic)
         ends = {(topic, p): offset for p, offset in head.items()}
@@ -106,7 +113,6 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
             latest = merge_source(latest_per_key(applicable_records(decoded)))
             wanted = latest.where(~F.col("_tombstone"))
             keys = wanted.count()
-            path = ensure_state_table(spark, settings, topic)
             version = empty_at(path)
             first = (
                 None
@@ -129,21 +135,25 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
             )
 
             def merge() -> None:
-                (
+                builder = (
                     DeltaTable.forPath(spark, path)
                     .alias("t")
                     .merge(wanted.alias("s"), "t.kafka_key = s.kafka_key")
                     .whenMatchedUpdate(condition=differs, set=values)
                     .whenNotMatchedInsert(values=values)
                     .whenNotMatchedBySourceDelete()
-                    .execute()
                 )
+                if run_fenced(builder.execute, path).first() is None:
+                    raise StateFencedError(
+                        f"reconcile {topic}: another process changed state/{topic} while "
+                        "the topic was read; nothing was merged: run reconcile again"
+                    )
 
             if first is not None:
                 # A table with no rows (a full refresh's new one): written with the marks.
                 metrics = {"numTargetRowsInserted": first}
             else:
-                with session_conf(spark, MATERIALIZED_SOURCE_CONFS):
+                with session_conf(spark, {**MATERIALIZED_SOURCE_CONFS, **fence}):
                     # The lease keeps state writers out; maintenance may still rewrite
                     # the files (OPTIMIZE): the MERGE then commits nothing, and is run
                     # again on the new snapshot.
