@@ -1,0 +1,179 @@
+"""A warehouse on the S3 server landed from two hosts at once.
+
+A "host" here is a process tree that shares nothing with the other but Kafka and the
+object store: its own working folder, HOME, TMPDIR and Spark local dir; no common lease
+folder (the leases are objects in the warehouse). The jobs run as users run them: the
+``eventlake`` command, its settings in the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from eventlake.core.locations import Location
+from eventlake.core.settings import Settings
+from eventlake.local.broker import LocalBroker
+from eventlake.local.s3_server import LocalS3Server
+from eventlake.local.samples import ProducedSamples, produce_samples
+from eventlake.storage.store import open_delta_table
+from tests.conftest import TEST_BUCKET
+
+#: Records per batch: each host lands the topic in several batches, taking turns.
+BATCH: Final = 700
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host's environment: its own folders, the shared broker and warehouse."""
+
+    name: str
+    folder: Path
+    env: dict[str, str]
+    #: Its ingest's checkpoint option: one checkpoint takes one run at a time.
+    checkpoint: tuple[str, ...] = ()
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "eventlake.cli", *args],
+            env=self.env,
+            cwd=self.folder,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eventlake.cli", *args],
+            env=self.env,
+            cwd=self.folder,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+def _host(name: str, root: Path, settings: Settings, warehouse: Location) -> Host:
+    folder = root / name
+    for sub in ("home", "tmp", "spark-local"):
+        (folder / sub).mkdir(parents=True)
+    env = dict(
+        os.environ,
+        HOME=str(folder / "home"),
+        TMPDIR=str(folder / "tmp"),
+        SPARK_LOCAL_DIRS=str(folder / "spark-local"),
+        EVENTLAKE_BOOTSTRAP_SERVERS=settings.bootstrap_servers,
+        EVENTLAKE_WAREHOUSE=str(warehouse),
+        EVENTLAKE_MAX_OFFSETS_PER_TRIGGER=str(BATCH),
+        EVENTLAKE_SHUFFLE_PARTITIONS="2",
+        EVENTLAKE_DRIVER_MEMORY="1g",
+    )
+    return Host(name, folder, env, ("--checkpoint-name", name))
+
+
+@dataclass(frozen=True)
+class Landed:
+    """Two hosts' concurrent landings of one topic into one S3 warehouse."""
+
+    warehouse: Location
+    topic: str
+    produced: list[ProducedSamples]
+    outputs: list[str]
+    hosts: tuple[Host, Host]
+
+
+def _wait(process: subprocess.Popen[str], timeout: float = 420) -> str:
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-3000:]
+    return output
+
+
+@pytest.fixture(scope="module")
+def landed(
+    broker: LocalBroker,
+    settings: Settings,
+    s3_server: LocalS3Server,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Landed:
+    warehouse = Location.of(f"s3a://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse")
+    root = tmp_path_factory.mktemp("hosts")
+    a, b = (_host(name, root, settings, warehouse) for name in ("host-a", "host-b"))
+    topic = f"s3-{uuid.uuid4().hex[:8]}"
+    produced = [produce_samples(settings, topic=topic, count=3000, seed=11)]
+    # Round 1: both hosts land the topic with its state table at once, each with a
+    # checkpoint of its own (one checkpoint takes one run: the second is refused).
+    first = [
+        a.start("ingest", "--topic", topic, "--state", *a.checkpoint),
+        b.start("ingest", "--topic", topic, "--state", *b.checkpoint),
+    ]
+    outputs = [_wait(p) for p in first]
+    # Round 2: more records; the host that landed nothing in round 1 (the lease went to
+    # the other for every batch) lands them while the other reconciles.
+    runs = {run for run in _runs(warehouse)}
+    lander, reconciler = (b, a) if "host-b" not in runs else (a, b)
+    produced.append(produce_samples(settings, topic=topic, count=1500, seed=12))
+    second = [
+        lander.start("ingest", "--topic", topic, "--state", *lander.checkpoint),
+        reconciler.start("reconcile", "--topic", topic),
+    ]
+    outputs += [_wait(p) for p in second]
+    return Landed(warehouse, topic, produced, outputs, (a, b))
+
+
+def _coordinates(landed: Landed, table: str) -> list[tuple[int, int]]:
+    rows = open_delta_table(landed.warehouse / table).to_pyarrow_table(
+        columns=["kafka_partition", "kafka_offset"]
+    )
+    return list(zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True))
+
+
+def test_every_record_lands_once_from_two_hosts_at_once(landed: Landed) -> None:
+    events = _coordinates(landed, "events")
+    rejects = _coordinates(landed, "rejects")
+    both = Counter(events + rejects)
+    assert [c for c, n in both.items() if n > 1] == []
+    assert len(both) == sum(p.valid + p.invalid for p in landed.produced)
+    assert len(events) == sum(p.valid for p in landed.produced)
+
+
+def _runs(warehouse: Location) -> Counter[str]:
+    """The events table's commits per run (each commit names its run: its checkpoint)."""
+    history = open_delta_table(warehouse / "events").history()
+    return Counter(
+        json.loads(commit["userMetadata"])["eventlake_run"]
+        for commit in history
+        if commit.get("userMetadata")
+    )
+
+
+def test_both_hosts_committed_batches_into_one_table(landed: Landed) -> None:
+    runs = _runs(landed.warehouse)
+    assert sorted(runs) == ["host-a", "host-b"], runs
+
+
+def test_the_state_table_equals_the_topic_after_both_hosts(landed: Landed) -> None:
+    # A reconcile after both hosts' landings finds nothing to change.
+    result = landed.hosts[0].run("reconcile", "--topic", landed.topic)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "inserted=0 updated=0 deleted=0" in result.stdout, result.stdout
+
+
+def test_status_and_the_quality_check_read_the_s3_warehouse(landed: Landed) -> None:
+    status = landed.hosts[0].run("status")
+    assert status.returncode == 0, status.stderr
+    assert landed.topic in status.stdout
+    check = landed.hosts[0].run("check", "--topic", landed.topic)
+    assert check.returncode in (0, 1), check.stderr[-2000:]
+    assert f"Data Docs: {landed.warehouse.as_uri()}/dq_docs/index.html" in check.stdout
+    results = open_delta_table(landed.warehouse / "dq_results").to_pyarrow_table()
+    assert results.num_rows > 0
