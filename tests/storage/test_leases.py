@@ -112,3 +112,48 @@ def test_a_release_that_forgets_leaves_no_record(s3_warehouse: Location) -> None
     first.try_acquire({"job": "ingest"})
     first.release(forget=True)
     assert ObjectLease(where).try_acquire({"job": "again"}) == {}
+
+
+_HOLD_AND_SAY = """
+import sys, time
+from eventlake.core.locations import Location
+from eventlake.core.progress import lines_on_stdout
+from eventlake.storage.leases import ObjectLease
+lines_on_stdout()
+ObjectLease(Location.of(sys.argv[1]), ttl_seconds=1.5).try_acquire({"job": "stalled"})
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_holder_stopped_past_its_ttl_loses_the_lease_and_says_so(
+    s3_warehouse: Location,
+) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AND_SAY, str(where)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "held"
+        os.kill(process.pid, signal.SIGSTOP)  # as a long GC pause or a frozen VM
+        taker = ObjectLease(where)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert taker.try_acquire({"job": "next"}) == {"job": "stalled"}
+                break
+            except LeaseHeld:
+                assert time.monotonic() < deadline, "the stopped holder's lease never expired"
+                time.sleep(0.2)
+        os.kill(process.pid, signal.SIGCONT)
+        line = process.stdout.readline()
+        assert "lost while held" in line and "next took it" in line, line
+        assert taker.holder() == {"job": "next"}
+        taker.release()
+    finally:
+        process.kill()
+        process.wait()

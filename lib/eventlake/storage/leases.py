@@ -30,9 +30,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
+from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import Location, LocationLike
+from eventlake.core.progress import progress_log
 from eventlake.storage import s3_store
 from eventlake.storage.store import local_path, on_object_store
+
+_log = progress_log(__name__)
 
 #: Seconds an object-store lease lasts after its last renewal (its holder renews it
 #: every third of that); a holder that died lets the next one in after at most this.
@@ -193,10 +197,22 @@ class ObjectLease:
             with self._lock:
                 if self._record is None:
                     return
-                number, latest = self._latest()
-                if latest.get("lease_token") != self._token:
-                    return  # expired and taken: the next commit's conflict check decides
-                self._create(number + 1, self._record, released=False)
+                try:
+                    number, latest = self._latest()
+                    if latest.get("lease_token") != self._token:
+                        # Expired (this process stalled past the TTL) and taken: nothing
+                        # is lost, the commits' own checks decide who lands what.
+                        _log.info(
+                            f"lease {self.folder}: lost while held (it expired and "
+                            f"{_record_of(latest).get('job', 'another process')} took it); "
+                            "this run's commits are still checked against the others'"
+                        )
+                        return
+                    self._create(number + 1, self._record, released=False)
+                except EventlakeError as error:
+                    # The store did not answer: try again at the next renewal, which
+                    # still comes before the lease expires.
+                    _log.info(f"lease {self.folder}: not renewed this time ({error})")
 
     def release(self, *, forget: bool = False) -> None:
         self._stop.set()
