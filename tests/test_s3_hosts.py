@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -22,9 +24,11 @@ import pytest
 
 from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
+from eventlake.ledger.lease import lease_path
 from eventlake.local.broker import LocalBroker
 from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.samples import ProducedSamples, produce_samples
+from eventlake.storage.leases import lease_at
 from eventlake.storage.store import open_delta_table
 from tests.conftest import TEST_BUCKET
 
@@ -131,7 +135,11 @@ def landed(
 
 
 def _coordinates(landed: Landed, table: str) -> list[tuple[int, int]]:
-    rows = open_delta_table(landed.warehouse / table).to_pyarrow_table(
+    return _coordinates_in(landed.warehouse, table)
+
+
+def _coordinates_in(warehouse: Location, table: str) -> list[tuple[int, int]]:
+    rows = open_delta_table(warehouse / table).to_pyarrow_table(
         columns=["kafka_partition", "kafka_offset"]
     )
     return list(zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True))
@@ -177,3 +185,64 @@ def test_status_and_the_quality_check_read_the_s3_warehouse(landed: Landed) -> N
     assert f"Data Docs: {landed.warehouse.as_uri()}/dq_docs/index.html" in check.stdout
     results = open_delta_table(landed.warehouse / "dq_results").to_pyarrow_table()
     assert results.num_rows > 0
+
+
+def _signal_group(process: subprocess.Popen[str], signal_number: int) -> None:
+    os.killpg(process.pid, signal_number)
+
+
+@pytest.mark.faults
+def test_a_stream_stopped_past_its_lease_and_resumed_lands_nothing_twice(
+    broker: LocalBroker,
+    settings: Settings,
+    s3_server: LocalS3Server,
+    tmp_path: Path,
+) -> None:
+    warehouse = Location.of(f"s3a://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse")
+    a, b = (_host(name, tmp_path, settings, warehouse) for name in ("host-a", "host-b"))
+    topic = f"s3-{uuid.uuid4().hex[:8]}"
+    produced = produce_samples(settings, topic=topic, count=6000, seed=21)
+    stream = subprocess.Popen(
+        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic, "--state",
+         "--trigger", "processing-time=1 second", *a.checkpoint],
+        env={**a.env, "EVENTLAKE_MAX_OFFSETS_PER_TRIGGER": "300"},
+        cwd=a.folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the JVM is a child: stop the whole group
+    )  # fmt: skip
+    assert stream.stdout is not None
+    seen: list[str] = []
+    for line in stream.stdout:
+        seen.append(line)
+        if sum("ingest: batch " in s for s in seen) >= 2:
+            break
+    # Frozen while a batch holds the topic's lease (a long GC pause, a suspended VM),
+    # longer than the lease's TTL.
+    lease = lease_at(lease_path(warehouse, topic))
+    deadline = time.monotonic() + 60
+    while lease.holder() is None:
+        assert time.monotonic() < deadline, "the stream's batches never held the lease"
+        time.sleep(0.02)
+    _signal_group(stream, signal.SIGSTOP)
+    try:
+        landed = b.run("ingest", "--topic", topic, "--state", *b.checkpoint, timeout=300)
+        assert landed.returncode == 0, landed.stdout[-2000:] + landed.stderr[-2000:]
+    finally:
+        _signal_group(stream, signal.SIGCONT)
+    time.sleep(20)  # the resumed stream finishes its batch and reads on
+    _signal_group(stream, signal.SIGTERM)
+    rest, _ = stream.communicate(timeout=120)
+    output = "".join(seen) + rest
+    # Stopped by the signal (0), or by a commit the ledger refused (75: run it again).
+    assert stream.returncode in (0, 75), output[-3000:]
+    assert "waiting for topic" in landed.stdout, landed.stdout[-2000:]
+    assert "lost while held" in output, output[-3000:]
+    events = _coordinates_in(warehouse, "events")
+    rejects = _coordinates_in(warehouse, "rejects")
+    both = Counter(events + rejects)
+    assert [c for c, n in both.items() if n > 1] == []
+    assert len(both) == produced.valid + produced.invalid
+    check = b.run("reconcile", "--topic", topic)
+    assert "inserted=0 updated=0 deleted=0" in check.stdout, check.stdout + check.stderr
