@@ -82,6 +82,7 @@ def test_cluster_id_starting_with_dash_formats(settings: LocalSettings, tmp_path
     """Kafka's storage tool parses arguments with argparse: an id like "-abc" must not
     be mistaken for an option (about 1 in 64 random ids start with "-")."""
     import eventlake.local.broker as broker_module
+    from eventlake.local.java_service import java_executable
 
     own = settings.model_copy(
         update={"broker_dir": tmp_path, "broker_port": 29292, "broker_sasl_port": None}
@@ -92,7 +93,7 @@ def test_cluster_id_starting_with_dash_formats(settings: LocalSettings, tmp_path
     broker_module._kafka_cluster_id = lambda: "-" + original()[1:]
     try:
         broker._write_config()
-        broker._format_storage(broker._java(), broker._classpath())
+        broker._format_storage(java_executable(BrokerError), broker._classpath())
     finally:
         broker_module._kafka_cluster_id = original
     assert (broker.data_dir / "meta.properties").exists()

@@ -3,6 +3,8 @@
 * ``settings``: :class:`~eventlake.local.settings.LocalSettings`, the job settings plus
   the local broker's and Airflow's ports, folders and heap (same ``EVENTLAKE_*`` names);
 * ``broker``: a real single-node Kafka broker (KRaft) run from the project's jars;
+* ``s3_server``: a real S3 server (s3proxy) on 127.0.0.1, for a warehouse on S3;
+* ``java_service``: what those two JVM servers share (pid file, start, stop);
 * ``airflow``: a local Airflow 3 on the project's DAGs (api-server, scheduler,
   dag-processor on SQLite; or, for the cluster, with the triggerer on PostgreSQL);
 * ``spark_standalone``, ``postgres``, ``cluster``: the local cluster, the platform as

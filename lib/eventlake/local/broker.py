@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import signal
-import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
-from eventlake.local.processes import port_in_use
+from eventlake.local.java_service import LocalJavaService, java_executable
 from eventlake.local.settings import LocalSettings
 
 
@@ -56,8 +53,12 @@ class BrokerStatus:
         return f"broker not running (would listen on {self.bootstrap_servers})"
 
 
-class LocalBroker:
+class LocalBroker(LocalJavaService):
     """Start, stop and query the project-local Kafka broker."""
+
+    what = "broker"
+    record = "broker"
+    error = BrokerError
 
     def __init__(self, settings: LocalSettings) -> None:
         self.settings = settings
@@ -70,14 +71,18 @@ class LocalBroker:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def pid(self) -> int | None:
-        """Pid of our broker process while it runs, else None (a stale pid file, whose
-        pid is gone or now another process's, is removed)."""
-        running = processes.running_records(self.pid_file)
-        if "broker" in running:
-            return running["broker"]
-        self.pid_file.unlink(missing_ok=True)
-        return None
+    @property
+    def address(self) -> str:
+        return self.bootstrap_servers
+
+    def answers(self, timeout: float = 1.0) -> bool:
+        return self.answers_metadata(timeout=timeout)
+
+    def ports(self) -> dict[int, str]:
+        return {
+            self.settings.broker_port: "EVENTLAKE_BROKER_PORT",
+            self.settings.controller_port: "EVENTLAKE_CONTROLLER_PORT",
+        }
 
     def answers_metadata(self, timeout: float = 2.0) -> bool:
         """True when the broker answers a metadata request within the timeout."""
@@ -99,16 +104,6 @@ class LocalBroker:
         )
 
     # -- start -----------------------------------------------------------------------------
-
-    def _java(self) -> str:
-        java_home = os.environ.get("JAVA_HOME")
-        candidate = Path(java_home) / "bin" / "java" if java_home else None
-        if candidate and candidate.exists():
-            return str(candidate)
-        found = shutil.which("java")
-        if not found:
-            raise BrokerError("No java found: install a JDK 17+ or set JAVA_HOME.")
-        return found
 
     def _classpath(self) -> str:
         folder = self.settings.kafka_jars_dir
@@ -181,27 +176,11 @@ class LocalBroker:
             error=BrokerError,
         )
 
-    def start(self, timeout: float = 60.0) -> BrokerStatus:
-        """Start the broker unless it runs already; wait until it answers metadata requests."""
-        if self.pid() is not None:
-            if not self._wait_ready(timeout, None):
-                raise BrokerError(
-                    f"Broker process {self.pid()} runs but does not answer on "
-                    f"{self.bootstrap_servers}; see {self.log_file}."
-                )
-            return self.status()
-        for port in (self.settings.broker_port, self.settings.controller_port):
-            if port_in_use(port):
-                raise BrokerError(
-                    f"Port {port} on 127.0.0.1 is already taken by another process, so the "
-                    "local broker cannot start. Stop that process, or pick free ports with "
-                    "EVENTLAKE_BROKER_PORT / EVENTLAKE_CONTROLLER_PORT."
-                )
-        self.home.mkdir(parents=True, exist_ok=True)
-        java, classpath = self._java(), self._classpath()
+    def prepared_command(self) -> list[str]:
+        java, classpath = java_executable(BrokerError), self._classpath()
         self._write_config()
         self._format_storage(java, classpath)
-        command = [
+        return [
             java,
             f"-Xmx{self.settings.broker_heap}",
             f"-Xms{self.settings.broker_heap}",
@@ -215,54 +194,11 @@ class LocalBroker:
             "kafka.Kafka",
             str(self.config_file),
         ]
-        with open(self.log_file, "ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.home,
-            )
-        processes.write_records(self.pid_file, {"broker": processes.Recorded.of(process.pid)})
-        if not self._wait_ready(timeout, process):
-            self.stop()
-            raise BrokerError(
-                f"The broker did not answer on {self.bootstrap_servers} within {timeout:.0f}s. "
-                f"Last lines of {self.log_file}:\n{self._log_tail()}"
-            )
+
+    def start(self, timeout: float = 60.0) -> BrokerStatus:
+        """Start the broker unless it runs already; wait until it answers metadata requests."""
+        self.launch(timeout)
         return self.status()
-
-    def _wait_ready(self, timeout: float, process: subprocess.Popen[bytes] | None) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                self.pid_file.unlink(missing_ok=True)
-                raise BrokerError(
-                    f"The broker exited with code {process.returncode} while starting. "
-                    f"Last lines of {self.log_file}:\n{self._log_tail()}"
-                )
-            if self.answers_metadata(timeout=1.0):
-                return True
-            time.sleep(0.5)
-        return False
-
-    def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
-
-    # -- stop ------------------------------------------------------------------------------
-
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the broker cleanly. Returns False when it was not running."""
-        pid = self.pid()
-        if pid is None:
-            return False
-        processes.stop([pid], timeout=timeout)
-        self.pid_file.unlink(missing_ok=True)
-        return True
 
     def provision_scram_user(self, username: str, password: str) -> None:
         """Create or update a SCRAM-SHA-512 user through the admin API on the plaintext

@@ -25,12 +25,8 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
-import subprocess
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +37,7 @@ from pydantic import SecretStr
 
 from eventlake.core.errors import EventlakeError
 from eventlake.core.object_store import ObjectStoreSettings
-from eventlake.local import processes
-from eventlake.local.processes import port_in_use
+from eventlake.local.java_service import LocalJavaService, java_executable
 from eventlake.local.settings import LocalSettings
 from eventlake.storage.files import write_atomically
 
@@ -81,8 +76,13 @@ class S3ServerStatus:
         return f"S3 server not running (would listen on {self.endpoint})"
 
 
-class LocalS3Server:
+class LocalS3Server(LocalJavaService):
     """Start, stop and query the project-local S3 server."""
+
+    what = "S3 server"
+    record = "s3server"
+    error = S3ServerError
+    poll_seconds = 0.2
 
     def __init__(self, settings: LocalSettings) -> None:
         self.settings = settings
@@ -96,13 +96,12 @@ class LocalS3Server:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def pid(self) -> int | None:
-        """Pid of our server while it runs, else None (a stale pid file is removed)."""
-        running = processes.running_records(self.pid_file)
-        if "s3server" in running:
-            return running["s3server"]
-        self.pid_file.unlink(missing_ok=True)
-        return None
+    @property
+    def address(self) -> str:
+        return self.endpoint
+
+    def ports(self) -> dict[int, str]:
+        return {self.settings.s3_server_port: "EVENTLAKE_S3_SERVER_PORT"}
 
     def status(self) -> S3ServerStatus:
         pid = self.pid()
@@ -181,19 +180,17 @@ class LocalS3Server:
         write_atomically(self.config_file, text, mode=0o600)
         write_atomically(self.home / "logback.xml", _LOGBACK)
 
-    def _command(self) -> list[str]:
+    def prepared_command(self) -> list[str]:
         folder = self.settings.s3_server_jars_dir
         if not any(folder.glob("s3proxy-*.jar")):
             raise S3ServerError(
                 f"The S3 server's jars are missing in {folder}. Run `make jars` first "
                 "(or set EVENTLAKE_S3_SERVER_JARS_DIR)."
             )
-        java_home = os.environ.get("JAVA_HOME")
-        java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-        if not java:
-            raise S3ServerError("No java found: install a JDK 17+ or set JAVA_HOME.")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
         return [
-            java,
+            java_executable(S3ServerError),
             "-Xmx256m",
             "-Djava.awt.headless=true",
             f"-Dlogback.configurationFile={self.home / 'logback.xml'}",
@@ -206,62 +203,8 @@ class LocalS3Server:
 
     def start(self, timeout: float = 60.0) -> S3ServerStatus:
         """Start the server unless it runs already; wait until it answers."""
-        if self.pid() is not None:
-            if not self._wait_ready(timeout, None):
-                raise S3ServerError(
-                    f"S3 server process {self.pid()} runs but does not answer on "
-                    f"{self.endpoint}; see {self.log_file}."
-                )
-            return self.status()
-        if port_in_use(self.settings.s3_server_port):
-            raise S3ServerError(
-                f"Port {self.settings.s3_server_port} on 127.0.0.1 is already taken by another "
-                "process, so the local S3 server cannot start. Stop that process, or pick a "
-                "free port with EVENTLAKE_S3_SERVER_PORT."
-            )
-        command = self._command()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._write_config()
-        with open(self.log_file, "ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.home,
-            )
-        processes.write_records(self.pid_file, {"s3server": processes.Recorded.of(process.pid)})
-        if not self._wait_ready(timeout, process):
-            self.stop()
-            raise S3ServerError(
-                f"The S3 server did not answer on {self.endpoint} within {timeout:.0f}s. "
-                f"Last lines of {self.log_file}:\n{processes.log_tail(self.log_file)}"
-            )
+        self.launch(timeout)
         return self.status()
-
-    def _wait_ready(self, timeout: float, process: subprocess.Popen[bytes] | None) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                self.pid_file.unlink(missing_ok=True)
-                raise S3ServerError(
-                    f"The S3 server exited with code {process.returncode} while starting. "
-                    f"Last lines of {self.log_file}:\n{processes.log_tail(self.log_file)}"
-                )
-            if self.answers():
-                return True
-            time.sleep(0.2)
-        return False
-
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the server (SIGTERM, then SIGKILL). Returns False when it was not running."""
-        pid = self.pid()
-        if pid is None:
-            return False
-        processes.stop([pid], timeout=timeout)
-        self.pid_file.unlink(missing_ok=True)
-        return True
 
 
 def probe_conditional_put(client: Any, bucket: str, *, rounds: int = 20) -> None:
