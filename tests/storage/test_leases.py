@@ -69,40 +69,55 @@ def test_a_holder_keeps_the_lease_past_its_ttl_by_renewing_it(s3_warehouse: Loca
     holder.release()
 
 
-_HOLD_AND_SLEEP = """
+#: A holder in a process of its own: takes the lease (ttl argv[2], job argv[3]), says so,
+#: then sleeps while its renewer keeps the lease, printing its progress lines.
+_HOLDER = """
 import sys, time
 from eventlake.core.locations import Location
+from eventlake.core.progress import lines_on_stdout
 from eventlake.storage.leases import ObjectLease
-ObjectLease(Location.of(sys.argv[1]), ttl_seconds=2).try_acquire({"job": "doomed"})
+lines_on_stdout()
+ObjectLease(Location.of(sys.argv[1]), ttl_seconds=float(sys.argv[2])).try_acquire(
+    {"job": sys.argv[3]}
+)
 print("held", flush=True)
 time.sleep(600)
 """
 
 
-def test_the_lease_of_a_killed_holder_expires_after_its_ttl(s3_warehouse: Location) -> None:
-    where = s3_warehouse / "_ledger" / "orders.lease"
+def _holder(where: Location, ttl_seconds: float, job: str) -> subprocess.Popen[str]:
+    """A process holding the lease at ``where`` (it has said so)."""
     process = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_AND_SLEEP, str(where)],
+        [sys.executable, "-c", _HOLDER, str(where), str(ttl_seconds), job],
         stdout=subprocess.PIPE,
         text=True,
         env=os.environ,
     )
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "held"
+    return process
+
+
+def _taken_once_expired(lease: ObjectLease, job: str, seconds: float = 10) -> dict[str, object]:
+    """``lease`` taken as soon as the other holder's turn expires; who held it before."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return lease.try_acquire({"job": job})
+        except LeaseHeld:
+            assert time.monotonic() < deadline, "the other holder's lease never expired"
+            time.sleep(0.2)
+
+
+def test_the_lease_of_a_killed_holder_expires_after_its_ttl(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_ledger" / "orders.lease"
+    process = _holder(where, 2, "doomed")
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     waiting = ObjectLease(where)
     with pytest.raises(LeaseHeld):
         waiting.try_acquire({"job": "next"})
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            previous = waiting.try_acquire({"job": "next"})
-            break
-        except LeaseHeld:
-            assert time.monotonic() < deadline, "the dead holder's lease never expired"
-            time.sleep(0.2)
-    assert previous == {"job": "doomed"}
+    assert _taken_once_expired(waiting, "next") == {"job": "doomed"}
     waiting.release()
 
 
@@ -114,41 +129,16 @@ def test_a_release_that_forgets_leaves_no_record(s3_warehouse: Location) -> None
     assert ObjectLease(where).try_acquire({"job": "again"}) == {}
 
 
-_HOLD_AND_SAY = """
-import sys, time
-from eventlake.core.locations import Location
-from eventlake.core.progress import lines_on_stdout
-from eventlake.storage.leases import ObjectLease
-lines_on_stdout()
-ObjectLease(Location.of(sys.argv[1]), ttl_seconds=1.5).try_acquire({"job": "stalled"})
-print("held", flush=True)
-time.sleep(600)
-"""
-
-
 def test_a_holder_stopped_past_its_ttl_loses_the_lease_and_says_so(
     s3_warehouse: Location,
 ) -> None:
     where = s3_warehouse / "_ledger" / "orders.lease"
-    process = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_AND_SAY, str(where)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=os.environ,
-    )
+    process = _holder(where, 1.5, "stalled")
     try:
         assert process.stdout is not None
-        assert process.stdout.readline().strip() == "held"
         os.kill(process.pid, signal.SIGSTOP)  # as a long GC pause or a frozen VM
         taker = ObjectLease(where)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert taker.try_acquire({"job": "next"}) == {"job": "stalled"}
-                break
-            except LeaseHeld:
-                assert time.monotonic() < deadline, "the stopped holder's lease never expired"
-                time.sleep(0.2)
+        assert _taken_once_expired(taker, "next") == {"job": "stalled"}
         os.kill(process.pid, signal.SIGCONT)
         line = process.stdout.readline()
         assert "lost while held" in line and "next took it" in line, line
