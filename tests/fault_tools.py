@@ -28,10 +28,12 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message
 
+from eventlake.core.locations import Location, LocationLike
 from eventlake.core.settings import Settings
 from eventlake.kafka.clients import make_producer
 from eventlake.kafka.topics import create_topic
 from eventlake.ledger.checkpoint import SPARK_FOLDER
+from eventlake.storage import store
 from tests.helpers import binary_headers, structured_value
 
 JSON_CT = ("content-type", b"application/cloudevents+json")
@@ -307,14 +309,17 @@ def wait_for(
 
 class CommitWindow:
     """Watches a Delta table's folder for the window of a commit: data files written
-    (a complete Parquet file, its footer's ``PAR1`` magic at the end) that no commit in
-    ``_delta_log`` adds yet. Delta writes a transaction's data files straight into the
-    table folder and makes them part of the table only when the commit's JSON lands, so
-    such files mean the writer is inside that window. Files left over from earlier
-    kills are known at creation and ignored."""
+    (complete ones) that no commit in ``_delta_log`` adds yet. Delta writes a
+    transaction's data files straight into the table folder and makes them part of the
+    table only when the commit's JSON lands, so such files mean the writer is inside
+    that window. Files left over from earlier kills are known at creation and ignored.
 
-    def __init__(self, table: Path) -> None:
-        self.table = table
+    The table may be a local folder or on S3 (read through the warehouse's store): an
+    S3 object is listed only once its upload is complete, a local file once its
+    Parquet footer (the ``PAR1`` magic at its end) is written."""
+
+    def __init__(self, table: LocationLike) -> None:
+        self.table = Location.of(table)
         self._adds: set[str] = set()
         self._parsed: set[str] = set()
         self.leftovers: set[str] = set()
@@ -323,40 +328,43 @@ class CommitWindow:
     def committed(self) -> set[str]:
         """Data files added by any commit so far (commit files never change once there)."""
         log = self.table / "_delta_log"
-        if log.is_dir():
-            for entry in sorted(os.listdir(log)):
-                if entry in self._parsed or not (entry.endswith(".json") and entry[:20].isdigit()):
-                    continue
-                for line in (log / entry).read_text().splitlines():
-                    action = json.loads(line)
-                    if "add" in action:
-                        self._adds.add(action["add"]["path"])
-                self._parsed.add(entry)
+        for entry in store.names(log):
+            if entry in self._parsed or not (entry.endswith(".json") and entry[:20].isdigit()):
+                continue
+            for line in (store.read_text(log / entry) or "").splitlines():
+                action = json.loads(line)
+                if "add" in action:
+                    self._adds.add(action["add"]["path"])
+            self._parsed.add(entry)
         return self._adds
 
     def data_files(self) -> set[str]:
         """Complete Parquet files in the table folder (not subfolders, not hidden)."""
-        if not self.table.is_dir():
-            return set()
-        complete = set()
-        for entry in os.scandir(self.table):
-            if not entry.name.endswith(".parquet") or entry.name.startswith((".", "_")):
-                continue
-            try:
-                with open(entry.path, "rb") as data:
-                    if data.seek(0, os.SEEK_END) < 12:
-                        continue
-                    data.seek(-4, os.SEEK_END)
-                    if data.read(4) == b"PAR1":
-                        complete.add(entry.name)
-            except FileNotFoundError:
-                continue
-        return complete
+        candidates = {
+            name
+            for name in store.names(self.table)
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        }
+        if store.on_object_store(self.table) is not None:
+            return candidates
+        return {name for name in candidates if _has_parquet_footer(self.table.local() / name)}
 
     def orphans(self) -> set[str]:
         """Complete data files no commit adds (leftovers of earlier kills excluded)."""
         files = self.data_files()
         return files - self.committed() - self.leftovers
+
+
+def _has_parquet_footer(path: Path) -> bool:
+    """Whether the local file ends in Parquet's footer magic (its writer closed it)."""
+    try:
+        with open(path, "rb") as data:
+            if data.seek(0, os.SEEK_END) < 12:
+                return False
+            data.seek(-4, os.SEEK_END)
+            return data.read(4) == b"PAR1"
+    except FileNotFoundError:
+        return False
 
 
 @dataclass

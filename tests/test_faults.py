@@ -15,8 +15,11 @@ the batch's data files were written and before its commit. When the commit won t
 the kill counts as one at a random point and the next run tries again. Those orphan
 files must never become part of the table.
 
-The 100,000-event run is marked ``faults`` (``make test-faults``); a 6,000-event run
-with one kill in the events table's commit window is part of the default suite.
+Each runs on a local warehouse and on one on the S3 server (``s3a://``, the jobs'
+commits through eventlake's conditional LogStore), where the watcher lists the table's
+objects instead of its folder. The 100,000-event runs are marked ``faults``
+(``make test-faults``); a 6,000-event run with one kill in the events table's commit
+window is part of the default suite.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.local.broker import LocalBroker
+from eventlake.storage.store import open_delta_table
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from tests.fault_tools import (
     CommitWindow,
@@ -55,7 +60,6 @@ class Step:
 
 
 def _crash_loop(
-    spark: SparkSession,
     settings: Settings,
     topic: str,
     logs: Path,
@@ -94,7 +98,7 @@ def _crash_loop(
         if kill.in_window:
             table = tables["state" if "(state)" in kill.label else "events"]
             assert not kill.orphans & CommitWindow(table).committed(), kill.describe()
-    checked = _check_tables(spark, settings, corpus)
+    checked = _check_tables(settings, corpus)
     lines = [
         f"produced {count} records on {topic}: {dict(sorted(corpus.kinds().items()))}",
         *(k.describe() for k in kills),
@@ -104,41 +108,36 @@ def _crash_loop(
     return "\n".join(lines)
 
 
-def _check_tables(spark: SparkSession, settings: Settings, corpus: Corpus) -> str:
+def _rows(location: Location, *columns: str) -> list[tuple[Any, ...]]:
+    """The table's rows, those columns only, read with delta-rs (local or on S3)."""
+    table = open_delta_table(location).to_pyarrow_table(columns=list(columns))
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+
+def _check_tables(settings: Settings, corpus: Corpus) -> str:
     """events, rejects and state/<topic> equal to what the corpus says they must hold."""
-    events = (
-        spark.read.format("delta")
-        .load(str(settings.table_path(EVENTS)))
-        .select("kafka_topic", "kafka_partition", "kafka_offset", "id")
-        .collect()
+    events = _rows(
+        settings.table_path(EVENTS), "kafka_topic", "kafka_partition", "kafka_offset", "id"
     )
-    assert {r.kafka_topic for r in events} == {corpus.topic}
+    assert {topic for topic, *_ in events} == {corpus.topic}
     expected_events = corpus.events()
-    by_coordinates = {(r.kafka_partition, r.kafka_offset): r.id for r in events}
-    ids = {r.id for r in events}
+    by_coordinates = {(partition, offset): id_ for _, partition, offset, id_ in events}
+    ids = {id_ for *_, id_ in events}
     assert len(by_coordinates) == len(events), "an event was written twice"
     assert len(ids) == len(events), "an event id appears twice"
     assert by_coordinates == expected_events
     assert ids == set(expected_events.values())
 
-    rejects = (
-        spark.read.format("delta")
-        .load(str(settings.table_path(REJECTS)))
-        .select("kafka_partition", "kafka_offset", "reason")
-        .collect()
-    )
-    reasons = {(r.kafka_partition, r.kafka_offset): r.reason for r in rejects}
+    rejects = _rows(settings.table_path(REJECTS), "kafka_partition", "kafka_offset", "reason")
+    reasons = {(partition, offset): reason for partition, offset, reason in rejects}
     assert len(reasons) == len(rejects), "a reject was written twice"
     assert reasons == corpus.rejects()
     assert not set(reasons) & set(by_coordinates), "a record in both events and rejects"
 
-    state = (
-        spark.read.format("delta")
-        .load(str(state_path(settings, corpus.topic)))
-        .select("kafka_key", "id", "kafka_partition", "kafka_offset")
-        .collect()
+    state = _rows(
+        state_path(settings, corpus.topic), "kafka_key", "id", "kafka_partition", "kafka_offset"
     )
-    latest = {bytes(r.kafka_key): (r.id, r.kafka_partition, r.kafka_offset) for r in state}
+    latest = {bytes(key): (id_, partition, offset) for key, id_, partition, offset in state}
     assert len(latest) == len(state), "a key appears twice in the state table"
     assert latest == corpus.state()
     return (
@@ -148,16 +147,24 @@ def _check_tables(spark: SparkSession, settings: Settings, corpus: Corpus) -> st
     )
 
 
+@pytest.fixture(params=["local", "s3"])
+def crash_settings(request: pytest.FixtureRequest, warehouse_settings: Settings) -> Settings:
+    """A warehouse of the test's own: a local folder, or a prefix on the S3 server (the
+    jobs reach it through the environment the ``s3_server`` fixture sets)."""
+    if request.param == "local":
+        return warehouse_settings
+    warehouse = request.getfixturevalue("s3_warehouse")
+    return warehouse_settings.model_copy(update={"warehouse": warehouse})
+
+
 def test_kill_in_commit_window_then_complete_gives_exact_tables(
     broker: LocalBroker,
-    spark: SparkSession,
-    warehouse_settings: Settings,
+    crash_settings: Settings,
     topic_name: str,
     tmp_path: Path,
 ) -> None:
     figures = _crash_loop(
-        spark,
-        warehouse_settings,
+        crash_settings,
         topic_name,
         tmp_path / "logs",
         count=6_000,
@@ -172,15 +179,13 @@ def test_kill_in_commit_window_then_complete_gives_exact_tables(
 @pytest.mark.faults
 def test_crash_loop_100k_three_kills_then_complete_gives_exact_tables(
     broker: LocalBroker,
-    spark: SparkSession,
-    warehouse_settings: Settings,
+    crash_settings: Settings,
     topic_name: str,
     tmp_path: Path,
 ) -> None:
     rng = random.Random(100_000)
     figures = _crash_loop(
-        spark,
-        warehouse_settings,
+        crash_settings,
         topic_name,
         tmp_path / "logs",
         count=100_000,

@@ -147,3 +147,27 @@ def test_a_holder_stopped_past_its_ttl_loses_the_lease_and_says_so(
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_killed_holders_lease_is_waited_out_and_taken(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_checkpoints" / "ingest-orders.lock"
+    process = _holder(where, 2, "doomed")
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    waits: list[dict[str, object]] = []
+    taker = ObjectLease(where)
+    assert taker.try_acquire_unless_alive({"job": "next"}, waits.append) == {"job": "doomed"}
+    assert waits == [{"job": "doomed"}]
+    taker.release()
+
+
+def test_a_live_holder_that_renews_its_lease_is_not_waited_out(s3_warehouse: Location) -> None:
+    where = s3_warehouse / "_checkpoints" / "ingest-orders.lock"
+    process = _holder(where, 2, "alive")
+    try:
+        with pytest.raises(LeaseHeld) as held:
+            ObjectLease(where).try_acquire_unless_alive({"job": "next"}, lambda _: None)
+        assert held.value.holder == {"job": "alive"}
+    finally:
+        process.kill()
+        process.wait()

@@ -29,16 +29,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from eventlake.core.errors import Refused, TryAgainLater
 from eventlake.core.locations import Location
-from eventlake.storage.leases import LeaseHeld, lease_at
+from eventlake.core.progress import progress_log
+from eventlake.storage.leases import LEASE_TTL_SECONDS, LeaseHeld, lease_at
 from eventlake.storage.store import any_name, make_folder, read_text, write_text
 
 IDENTITY_FILE = "eventlake-identity.json"
 #: What a checkpoint name may hold: one folder name, no path (as a Kafka topic name).
 _CHECKPOINT_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+_log = progress_log(__name__)
 #: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
 LOCK_SUFFIX = ".lock"
 
@@ -153,9 +155,10 @@ def hold_checkpoint(
     checkpoint: Location, *, job: str, trigger: str | None = None
 ) -> Iterator[None]:
     """Hold the checkpoint for this process while the block runs; refuse when another
-    process holds it. Its lease is dropped when its holder dies, so a killed stream
-    leaves nothing to clean up. The holder's job, trigger, pid, host and start time are
-    its record, for ``eventlake status`` and the DAGs.
+    live process holds it. A killed stream leaves nothing to clean up: its lock file is
+    dropped as it dies, and its lease on an object store, no longer renewed, is waited
+    out (at most its TTL) before the checkpoint is taken. The holder's job, trigger,
+    pid, host and start time are its record, for ``eventlake status`` and the DAGs.
 
     Example:
         >>> with hold_checkpoint(settings.checkpoints / "ingest-topics_orders", job="ingest"):
@@ -163,13 +166,19 @@ def hold_checkpoint(
     """
     lease = lease_at(lock_path(checkpoint))
     try:
-        lease.try_acquire(holder_record(job, trigger=trigger))
+        lease.try_acquire_unless_alive(
+            holder_record(job, trigger=trigger),
+            lambda holder: _log.info(
+                f"checkpoint {checkpoint}: held by {_described(holder)}, which has not "
+                "renewed it yet; waiting for its lease to expire (a killed holder's does "
+                f"within {LEASE_TTL_SECONDS:.0f} s)"
+            ),
+        )
     except LeaseHeld as held:
         holder = held.holder
         raise CheckpointBusyError(
-            f"Checkpoint {checkpoint} is held by {holder.get('job', 'a stream')} "
-            f"(pid {holder.get('pid', 'unknown')} on {holder.get('host', 'unknown')}, "
-            f"since {holder.get('since', 'unknown')}). One checkpoint takes one stream: "
+            f"Checkpoint {checkpoint} is held by {_described(holder)}. One checkpoint "
+            "takes one stream: "
             "stop that process first (SIGTERM stops it gracefully), or use another "
             "--checkpoint-name."
         ) from None
@@ -177,6 +186,14 @@ def hold_checkpoint(
         yield
     finally:
         lease.release(forget=True)
+
+
+def _described(holder: dict[str, Any]) -> str:
+    """``ingest (pid 4242 on etl-1, since 2026-11-24T05:00:00+00:00)``: who holds it."""
+    return (
+        f"{holder.get('job', 'a stream')} (pid {holder.get('pid', 'unknown')} on "
+        f"{holder.get('host', 'unknown')}, since {holder.get('since', 'unknown')})"
+    )
 
 
 #: Spark's own checkpoint data, inside eventlake's checkpoint folder (beside its identity).

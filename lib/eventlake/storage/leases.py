@@ -62,6 +62,15 @@ class Lease(Protocol):
         it."""
         ...
 
+    def try_acquire_unless_alive(
+        self, record: Mapping[str, object], waiting: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """As :meth:`try_acquire`, but a holder that may have died is waited out: the
+        lease is taken once its holder's last renewal expires, and :class:`LeaseHeld`
+        is raised as soon as the holder shows it is alive (it renews the lease).
+        ``waiting`` is called once, with the holder's record, when there is a wait."""
+        ...
+
     def release(self, *, forget: bool = False) -> None:
         """Let go; ``forget`` also clears the holder's record (else it stays as the last
         holder's)."""
@@ -98,6 +107,12 @@ class LockFile:
         handle.flush()
         self._handle = handle
         return dict(previous)
+
+    def try_acquire_unless_alive(
+        self, record: Mapping[str, object], waiting: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        # The operating system drops a dead holder's lock: a held lock has a live holder.
+        return self.try_acquire(record)
 
     def release(self, *, forget: bool = False) -> None:
         handle, self._handle = self._handle, None
@@ -191,6 +206,28 @@ class ObjectLease:
         )
         self._renewer.start()
         return _record_of(latest) if latest else {}
+
+    def try_acquire_unless_alive(
+        self, record: Mapping[str, object], waiting: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """Example:
+        >>> lease.try_acquire_unless_alive({"job": "ingest"}, print)  # holder killed
+        {'job': 'ingest', 'pid': 4242}
+        """
+        seen_number, seen = self._latest()
+        told = False
+        while True:
+            try:
+                return self.try_acquire(record)
+            except LeaseHeld as held:
+                number, latest = self._latest()
+                if latest.get("lease_token") != seen.get("lease_token") or number > seen_number:
+                    raise  # renewed by its holder, or taken by another: a live holder
+                if not told:
+                    waiting(held.holder)
+                    told = True
+                left = float(latest.get("lease_expires", 0)) - self._clock()
+                time.sleep(min(1.0, max(0.05, left)))
 
     def _renew_until_released(self) -> None:
         while not self._stop.wait(self.ttl_seconds / 3):
