@@ -31,6 +31,7 @@ from eventlake.local.spark_standalone import (
     worker_command,
 )
 from eventlake.orchestration.kafka_connection import KAFKA_CONN_ID
+from eventlake.orchestration.object_store_connection import AWS_CONN_ID, AWS_CONN_TYPE
 from eventlake.orchestration.submit import SPARK_CONN_ID
 from eventlake.spark.conf import EVENTLAKE_JAR, HADOOP_JAR
 
@@ -43,6 +44,7 @@ DOCKER_COMPOSE = Path("/usr/bin/docker-compose")
 PROJECT_IMAGE = "eventlake:latest"
 REQUIRED_SERVICES = {
     "kafka",
+    "object-store",
     "spark-master",
     "spark-worker",
     "postgres",
@@ -52,13 +54,23 @@ REQUIRED_SERVICES = {
     "airflow-dag-processor",
     "airflow-triggerer",
 }
+
+
+def _make_jar_fetches() -> list[str]:
+    """The jar fetches of `make jars` (its ``$(MVN)`` lines, the variable expanded): the
+    image's Maven build stage must run each of them."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    mvn = re.search(r"^MVN := (.+)$", makefile, re.M)
+    assert mvn is not None, "the Makefile defines no MVN"
+    return [
+        f"{mvn.group(1).strip()} {line.strip()[len('$(MVN) ') :]}"
+        for line in makefile.splitlines()
+        if line.strip().startswith("$(MVN) ") and "copy-dependencies" in line
+    ]
+
+
 #: The jar fetches of `make jars`, run in the image's Maven build stage.
-MAVEN_COMMANDS = [
-    "mvn -q -s infra/maven-settings.xml -f infra/pom.xml -P spark "
-    "dependency:copy-dependencies -DoutputDirectory=jars/spark",
-    "mvn -q -s infra/maven-settings.xml -f infra/pom.xml -P kafka "
-    "dependency:copy-dependencies -DoutputDirectory=jars/kafka",
-]
+MAVEN_COMMANDS = _make_jar_fetches()
 
 
 #: The secrets docker-compose.yml requires (no defaults), with test values.
@@ -68,6 +80,8 @@ REQUIRED_SECRETS = {
     "AIRFLOW_FERNET_KEY": "test-fernet-key",
     "AIRFLOW_DB_PASSWORD": "test-db-password",
     "EVENTLAKE_SPARK_AUTH_SECRET": "test-spark-secret",
+    "EVENTLAKE_S3_ACCESS_KEY_ID": "test-s3-access-key",
+    "EVENTLAKE_S3_SECRET_ACCESS_KEY": "test-s3-secret-key",
 }
 #: How docker-compose.yml starts the Spark daemons (the secret's conf, then spark-class).
 SPARK_DAEMON = "/opt/eventlake/infra/spark-daemon.sh"
@@ -99,7 +113,15 @@ def _docker_compose_config(
             **{
                 k: v
                 for k, v in os.environ.items()
-                if not k.startswith(("AIRFLOW_", "EVENTLAKE_UI_", "EVENTLAKE_SPARK_AUTH"))
+                if not k.startswith(
+                    (
+                        "AIRFLOW_",
+                        "EVENTLAKE_UI_",
+                        "EVENTLAKE_SPARK_AUTH",
+                        "EVENTLAKE_S3_",
+                        "EVENTLAKE_WAREHOUSE",
+                    )
+                )
             },
             **secrets,
         },
@@ -163,7 +185,7 @@ def test_dockerfile_exists() -> None:
     assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
 
 
-@pytest.mark.parametrize("command", MAVEN_COMMANDS, ids=["spark-jars", "kafka-jars"])
+@pytest.mark.parametrize("command", MAVEN_COMMANDS, ids=["spark", "kafka", "s3a", "s3server"])
 def test_dockerfile_fetches_jars_with_maven(command: str) -> None:
     assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
 
@@ -262,8 +284,8 @@ def test_compose_refuses_to_start_without_each_secret_and_names_it() -> None:
 
 
 def test_every_secret_the_compose_file_requires_is_documented_in_env_example() -> None:
-    documented = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), re.M))
-    required = set(re.findall(r"\$\{([A-Z_]+):\?", COMPOSE_FILE.read_text()))
+    documented = set(re.findall(r"^([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    required = set(re.findall(r"\$\{([A-Z0-9_]+):\?", COMPOSE_FILE.read_text()))
 
     assert required == set(REQUIRED_SECRETS)
     assert required <= documented
@@ -301,3 +323,38 @@ def test_drivers_and_daemons_share_the_spark_secret_from_the_environment() -> No
     assert "COPY infra/pom.xml infra/maven-settings.xml infra/spark-daemon.sh infra/" in (
         _dockerfile_text()
     )
+
+
+def test_the_warehouse_is_on_the_object_store_and_no_volume_is_shared() -> None:
+    services = _resolved_services()
+    mounts: dict[str, list[str]] = {}
+    for name, service in services.items():
+        for volume in service.get("volumes", []):
+            source = volume["source"] if isinstance(volume, dict) else volume.split(":")[0]
+            mounts.setdefault(source, []).append(name)
+
+    assert {source: names for source, names in mounts.items() if len(names) > 1} == {}
+    for name in ("spark-master", "spark-worker", "airflow-scheduler", "stream"):
+        env = services[name]["environment"]
+        assert env["EVENTLAKE_WAREHOUSE"] == "s3a://eventlake/warehouse", name
+        assert env["EVENTLAKE_S3_ENDPOINT"] == "http://object-store:9000", name
+
+
+def test_the_object_store_runs_the_local_s3_server_on_the_compose_network_only() -> None:
+    store = _resolved_services()["object-store"]
+
+    assert store.get("image") == PROJECT_IMAGE
+    assert _command("object-store") == ["python", "-m", "eventlake.local.s3_container"]
+    assert store["environment"]["EVENTLAKE_S3_SERVER_PORT"] in (9000, "9000")
+    assert not store.get("ports"), "the object store must publish no port on the host"
+
+
+def test_the_dags_get_the_object_store_as_the_aws_default_connection() -> None:
+    env = _resolved_services()["airflow-scheduler"]["environment"]
+    connection = json.loads(env[f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}"])
+
+    assert connection["conn_type"] == AWS_CONN_TYPE
+    assert connection["extra"]["endpoint_url"] == env["EVENTLAKE_S3_ENDPOINT"]
+    assert connection["password"] == REQUIRED_SECRETS["EVENTLAKE_S3_SECRET_ACCESS_KEY"]
+    # The tasks take the keys from the connection, not from their environment.
+    assert "EVENTLAKE_S3_SECRET_ACCESS_KEY" not in env

@@ -15,13 +15,13 @@ from pydantic import SecretStr
 
 from eventlake.core.settings import Settings
 from eventlake.orchestration import OrchestrationError, plan_ingest
+from eventlake.orchestration.connections import task_settings
 from eventlake.orchestration.dag_parts import KafkaSparkSubmitOperator, plan_task
 from eventlake.orchestration.kafka_connection import (
     KafkaConnection,
     kafka_job_env,
     parse_kafka_config,
     read_kafka_connection,
-    task_settings,
     with_kafka_connection,
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
 
 
 class ObjectStoreSettings(BaseModel):
@@ -43,6 +43,21 @@ class ObjectStoreSettings(BaseModel):
         description="Secret key of the S3 credentials, with s3_access_key_id.",
     )
 
+    @field_validator(
+        "s3_endpoint",
+        "s3_region",
+        "s3_path_style",
+        "s3_access_key_id",
+        "s3_secret_access_key",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: object, info: ValidationInfo) -> object:
+        # An empty variable (as environment() hands an unset field on) means unset.
+        if value == "" and info.field_name in ObjectStoreSettings.model_fields:
+            return ObjectStoreSettings.model_fields[str(info.field_name)].default
+        return value
+
     def s3_client_options(self) -> dict[str, Any]:
         """Keyword arguments of ``boto3.client("s3", ...)`` for these settings (the
         secrets revealed: pass them on, never print them).
@@ -58,6 +73,24 @@ class ObjectStoreSettings(BaseModel):
             options["aws_access_key_id"] = self.s3_access_key_id.get_secret_value()
             options["aws_secret_access_key"] = self.s3_secret_access_key.get_secret_value()
         return options
+
+    def environment(self) -> dict[str, str]:
+        """These settings as the ``EVENTLAKE_S3_*`` variables that hand them to a child
+        process (the secrets revealed: for its environment only, never a command line).
+        Every field is given, unset ones empty, so none of the parent's stays behind.
+
+        Example:
+            >>> ObjectStoreSettings(s3_path_style=True).environment()["EVENTLAKE_S3_PATH_STYLE"]
+            'true'
+        """
+        keys = self.s3_access_key_id, self.s3_secret_access_key
+        return {
+            "EVENTLAKE_S3_ENDPOINT": self.s3_endpoint or "",
+            "EVENTLAKE_S3_REGION": self.s3_region,
+            "EVENTLAKE_S3_PATH_STYLE": "true" if self.s3_path_style else "false",
+            "EVENTLAKE_S3_ACCESS_KEY_ID": keys[0].get_secret_value() if keys[0] else "",
+            "EVENTLAKE_S3_SECRET_ACCESS_KEY": keys[1].get_secret_value() if keys[1] else "",
+        }
 
     def delta_rs_options(self) -> dict[str, str]:
         """delta-rs' ``storage_options`` (the object_store crate's AWS keys) for these

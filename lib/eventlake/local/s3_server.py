@@ -3,7 +3,8 @@ backend, for the tests, the local cluster and, as an option, the demo.
 
 It runs from the jars Maven put in ``infra/jars/s3server`` and keeps its objects, log,
 pid file and configuration under ``settings.s3_server_dir``; it listens on
-127.0.0.1:``s3_server_port`` only. Its credentials are generated at the first start into
+``s3_server_host``:``s3_server_port``, 127.0.0.1 unless
+asked. Its credentials are generated at the first start into
 ``credentials.json`` (0600) and the server reads them from its own properties file
 (0600), never from a command line.
 
@@ -92,7 +93,7 @@ class LocalS3Server(LocalJavaService):
         self.pid_file = self.home / "server.pid"
         self.config_file = self.home / "s3proxy.properties"
         self.credentials_file = self.home / "credentials.json"
-        self.endpoint = f"http://127.0.0.1:{settings.s3_server_port}"
+        self.endpoint = f"http://{settings.s3_server_host}:{settings.s3_server_port}"
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -130,15 +131,7 @@ class LocalS3Server(LocalJavaService):
             >>> sorted(server.environment())[0]
             'EVENTLAKE_S3_ACCESS_KEY_ID'
         """
-        connection = self.connection()
-        assert connection.s3_access_key_id and connection.s3_secret_access_key
-        return {
-            "EVENTLAKE_S3_ENDPOINT": self.endpoint,
-            "EVENTLAKE_S3_REGION": connection.s3_region,
-            "EVENTLAKE_S3_PATH_STYLE": "true",
-            "EVENTLAKE_S3_ACCESS_KEY_ID": connection.s3_access_key_id.get_secret_value(),
-            "EVENTLAKE_S3_SECRET_ACCESS_KEY": connection.s3_secret_access_key.get_secret_value(),
-        }
+        return self.connection().environment()
 
     def answers(self, timeout: float = 1.0) -> bool:
         """True when the server answers HTTP (any status: an unsigned request is refused)."""
@@ -150,6 +143,15 @@ class LocalS3Server(LocalJavaService):
 
     # -- start and stop --------------------------------------------------------------------
 
+    def use_credentials(self, identity: str, credential: str) -> None:
+        """Serve with these keys instead of generated ones (kept 0600 in its folder)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        write_atomically(
+            self.credentials_file,
+            json.dumps({"identity": identity, "credential": credential}),
+            mode=0o600,
+        )
+
     def _credentials(self) -> tuple[str, str]:
         """The server's identity and credential, generated once (0600)."""
         try:
@@ -158,12 +160,7 @@ class LocalS3Server(LocalJavaService):
         except FileNotFoundError:
             pass
         identity, credential = f"eventlake{secrets.token_hex(6)}", secrets.token_urlsafe(30)
-        self.home.mkdir(parents=True, exist_ok=True)
-        write_atomically(
-            self.credentials_file,
-            json.dumps({"identity": identity, "credential": credential}),
-            mode=0o600,
-        )
+        self.use_credentials(identity, credential)
         return identity, credential
 
     def _write_config(self) -> None:

@@ -41,8 +41,11 @@ class LocalSettings(Settings):
         "var/s3server",
         description="Objects, log, pid and credentials (0600) of the local S3 server.",
     )
-    s3_server_port: int = Field(
-        default=9000, description="Port of the local S3 server (127.0.0.1 only)."
+    s3_server_port: int = Field(default=9000, description="Port of the local S3 server.")
+    s3_server_host: str = Field(
+        default="127.0.0.1",
+        description="Address the local S3 server listens on: 127.0.0.1 unless asked "
+        "(docker-compose's object-store service asks for its container network).",
     )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")

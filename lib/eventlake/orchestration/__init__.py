@@ -15,6 +15,10 @@ The modules, one concern each:
 * ``kafka_connection``: Kafka settings and credentials from the Airflow connection
   ``kafka_default`` (the Kafka provider's type), the password only for the spark-submit
   process's environment;
+* ``object_store_connection``: the warehouse's object store (endpoint, region,
+  addressing, keys) from the Airflow connection ``aws_default`` (the Amazon provider's
+  type), the keys likewise only for the spark-submit process's environment;
+* ``connections``: a task's settings, the worker's with both connections in place;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: topic names in the DAGs' forms and offsets per topic;
 * ``assets``: the Delta tables as Airflow assets;
@@ -47,6 +51,7 @@ from eventlake.orchestration.assets import (
     state_asset,
     state_assets,
 )
+from eventlake.orchestration.connections import task_settings
 from eventlake.orchestration.dag_parts import (
     KafkaSparkSubmitOperator,
     dag_arguments,
@@ -69,7 +74,6 @@ from eventlake.orchestration.kafka_connection import (
     KAFKA_CONN_ID,
     KafkaConnection,
     read_kafka_connection,
-    task_settings,
 )
 from eventlake.orchestration.maintenance import (
     MAINTENANCE_RETENTION_HOURS,

@@ -40,12 +40,16 @@ from airflow.sdk.log import mask_secret
 
 from eventlake.core.errors import REFUSED_EXIT_CODE, TRY_AGAIN_EXIT_CODE
 from eventlake.core.settings import Settings
+from eventlake.orchestration.connections import task_settings
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.kafka_connection import (
     KAFKA_CONN_ID,
     kafka_job_env,
     read_kafka_connection,
-    task_settings,
+)
+from eventlake.orchestration.object_store_connection import (
+    AWS_CONN_ID,
+    read_object_store_connection,
 )
 from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
 from eventlake.spark.auth import SECRET_ENV
@@ -120,8 +124,9 @@ def plan_task(planner: Planner, *, task_id: str = "plan", single: bool = False) 
     @task(task_id=task_id, retries=0, multiple_outputs=single, doc_md=_summary(planner))
     def plan(params: dict[str, Any] | None = None) -> Any:
         # The settings of the worker that runs the task, not of the one that parsed the DAG,
-        # with Kafka from the kafka_default connection when it is defined. The plan (an
-        # XCom) never holds the password: submit_kwargs gives the job no credential.
+        # with Kafka and the object store from their connections when they are defined.
+        # The plan (an XCom) never holds a password or key: submit_kwargs gives the job no
+        # credential.
         return planner(params or {}, task_settings())
 
     # A task called once, not mapped: its output's keys can be pulled one by one.
@@ -130,13 +135,14 @@ def plan_task(planner: Planner, *, task_id: str = "plan", single: bool = False) 
 
 class KafkaSparkSubmitOperator(SparkSubmitOperator):
     """SparkSubmitOperator that gives the job its credentials when it runs: the Kafka
-    settings of the ``kafka_default`` connection, password included, and the Spark
-    cluster's secret (the password of the Spark connection, ``spark_default``). Without
-    them it is SparkSubmitOperator (the job reads the worker's ``EVENTLAKE_*``
-    environment).
+    settings of the ``kafka_default`` connection, password included, the object store
+    of the ``aws_default`` connection, keys included, and the Spark cluster's secret
+    (the password of the Spark connection, ``spark_default``). Without them it is
+    SparkSubmitOperator (the job reads the worker's ``EVENTLAKE_*`` environment).
 
     Secrets reach the spark-submit process only through its environment
-    (``EVENTLAKE_KAFKA_PASSWORD``, ``EVENTLAKE_SPARK_AUTH_SECRET``): not its command line
+    (``EVENTLAKE_KAFKA_PASSWORD``, ``EVENTLAKE_S3_SECRET_ACCESS_KEY``,
+    ``EVENTLAKE_SPARK_AUTH_SECRET``): not its command line
     (other users see it in ``ps``), not its Spark conf (the driver's UI shows every
     property), not the task's fields (rendered in the UI), and Airflow masks them in the
     task log. ``kafka_conn_id=None``: a job that does not use Kafka gets no Kafka
@@ -146,9 +152,16 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         >>> KafkaSparkSubmitOperator(task_id="ingest", application="jobs/ingest_cloudevents.py")
     """
 
-    def __init__(self, *, kafka_conn_id: str | None = KAFKA_CONN_ID, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        kafka_conn_id: str | None = KAFKA_CONN_ID,
+        aws_conn_id: str = AWS_CONN_ID,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.kafka_conn_id = kafka_conn_id
+        self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Any) -> None:
         """Run spark-submit with the connections' credentials in its environment. A run
@@ -170,7 +183,7 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
             raise AirflowFailException(f"{job} refused the run: {refusal.reason}") from None
 
     def _submit_with_credentials(self, context: Any) -> None:
-        credentials = {**self._kafka_env(), **self._spark_secret_env()}
+        credentials = {**self._kafka_env(), **self._object_store_env(), **self._spark_secret_env()}
         if not credentials:
             super().execute(context)
             return
@@ -197,6 +210,20 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
             kafka.options.get("sasl.username", "(no SASL user)"),
         )
         return kafka_job_env(kafka)
+
+    def _object_store_env(self) -> dict[str, str]:
+        store = read_object_store_connection(self.aws_conn_id)
+        if store is None:
+            return {}
+        if store.s3_secret_access_key is not None:
+            mask_secret(store.s3_secret_access_key.get_secret_value())
+            _refuse_env_on_the_command_line(self._conn_id, self.aws_conn_id)
+        self.log.info(
+            "Object store from connection %s: %s",
+            self.aws_conn_id,
+            store.s3_endpoint or f"AWS S3 ({store.s3_region})",
+        )
+        return store.environment()
 
     def _spark_secret_env(self) -> dict[str, str]:
         secret = spark_connection_secret(self._conn_id)

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
-from eventlake.core.settings import Settings, load_settings
+from eventlake.core.settings import Settings
 from eventlake.orchestration.errors import OrchestrationError
 
 #: The Airflow Kafka provider's default connection, the one eventlake's DAGs read.
@@ -180,14 +180,3 @@ def read_kafka_connection(conn_id: str = KAFKA_CONN_ID) -> KafkaConnection | Non
     # The provider's hooks build their clients from this dict (KafkaBaseHook._build_config
     # adds callables for managed clouds, which no Spark job could use).
     return parse_kafka_config(connection.extra_dejson, conn_id)
-
-
-def task_settings(conn_id: str = KAFKA_CONN_ID) -> Settings:
-    """The settings of a task on this worker: its ``EVENTLAKE_*`` environment, with the
-    Kafka fields of the connection ``conn_id`` when it is defined.
-
-    Example:
-        >>> task_settings().bootstrap_servers  # kafka_default: {"bootstrap.servers": "kafka:9094"}
-        'kafka:9094'
-    """
-    return with_kafka_connection(load_settings(), read_kafka_connection(conn_id))

@@ -74,13 +74,14 @@ class TopicRow:
 
 def status_json(topics: Iterable[str] = ()) -> dict[str, Any]:
     """The JSON of ``eventlake status --json`` (``--topic`` for each of ``topics``), with
-    the settings an Airflow task would have (``kafka_default`` when it is defined).
+    the settings an Airflow task would have (``kafka_default`` and ``aws_default`` when
+    they are defined).
 
     Example:
         >>> status_json(["demo.orders"])["kafka_error"] is None
         True
     """
-    from eventlake.orchestration.kafka_connection import task_settings
+    from eventlake.orchestration.connections import task_settings
     from eventlake.status.report import warehouse_status
 
     report = warehouse_status(task_settings(), topics=tuple(topics), kafka_timeout=KAFKA_TIMEOUT)
