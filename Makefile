@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency clean stop
+.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -20,8 +20,9 @@ help:
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
 	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
-	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost (results/)"
+	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
+	@echo "make bench-s3 - the warehouse on the local S3 server against a local folder (KDI=<binary>: and kafka-delta-ingest)"
 	@echo "make stop   - stop the local Airflow and broker"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
@@ -150,6 +151,13 @@ bench: setup
 	$(PY) tests/benchmarks/query_bench.py --records 5000000 --repeats 3
 	$(PY) tests/benchmarks/dedup_bench.py --records 1000000 --rounds 3
 	$(PY) tests/benchmarks/landing_floor.py --records 1000000 --rounds 3
+	$(PY) tests/benchmarks/object_store_bench.py --records 1000000 --rounds 3 $(if $(KDI),--kdi $(KDI))
+
+# The warehouse on the local S3 server against a local folder (ingest, ingest --state),
+# and with KDI=<kafka-delta-ingest binary built with --features s3> eventlake against
+# kafka-delta-ingest on the same server; 1,000,000 records, 3 interleaved rounds.
+bench-s3: setup
+	$(PY) tests/benchmarks/object_store_bench.py --records 1000000 --rounds 3 $(if $(KDI),--kdi $(KDI))
 
 # A running stream against a producer at 1,000 and 20,000 events/s (and 20,000 with
 # --state), 5 minutes each: time until a record is visible in Delta, lag, stop.

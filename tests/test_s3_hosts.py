@@ -324,3 +324,53 @@ def test_two_hosts_committing_200_times_each_keep_every_commit(
 ) -> None:
     warehouse, version = _two_hosts_append(settings, tmp_path, 200)
     _assert_every_commit_kept(warehouse, version, 200)
+
+
+@pytest.mark.faults
+def test_a_stream_on_one_host_beside_scheduled_runs_and_backfills_on_the_other(
+    broker: LocalBroker,
+    settings: Settings,
+    s3_server: LocalS3Server,
+    tmp_path: Path,
+) -> None:
+    """The ledger's combined scenario (tests/ledger/test_ledger.py: a stream beside the
+    schedule and a backfill) with the parties on different hosts: every record once."""
+    warehouse = Location.of(f"s3a://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse")
+    a, b = (_host(name, tmp_path, settings, warehouse) for name in ("host-a", "host-b"))
+    topic = f"s3-{uuid.uuid4().hex[:8]}"
+    produced = [produce_samples(settings, topic=topic, count=1000, seed=31)]
+    stream = subprocess.Popen(
+        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic, "--state",
+         "--trigger", "processing-time=2 seconds", *a.checkpoint],
+        env=a.env,
+        cwd=a.folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        for round_number in range(2):
+            produced.append(
+                produce_samples(settings, topic=topic, count=800, seed=32 + round_number)
+            )
+            for options in ((), ("--ending-offsets", "latest")):  # the schedule, a backfill
+                run = b.run("ingest", "--topic", topic, "--state", *b.checkpoint, *options)
+                assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        expected = sum(p.valid + p.invalid for p in produced)
+        deadline = time.monotonic() + 120
+        while (
+            len(_coordinates_in(warehouse, "events")) + len(_coordinates_in(warehouse, "rejects"))
+            < expected
+        ):
+            assert time.monotonic() < deadline, "the records never all landed"
+            time.sleep(1)
+    finally:
+        _signal_group(stream, signal.SIGTERM)
+        output, _ = stream.communicate(timeout=180)
+    assert stream.returncode in (0, 75), output[-3000:]
+    both = Counter(_coordinates_in(warehouse, "events") + _coordinates_in(warehouse, "rejects"))
+    assert [c for c, n in both.items() if n > 1] == []
+    assert len(both) == expected
+    check = b.run("reconcile", "--topic", topic)
+    assert "inserted=0 updated=0 deleted=0" in check.stdout, check.stdout + check.stderr

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from deltalake import DeltaTable
 
+from eventlake.core.locations import LocationLike
 from eventlake.core.settings import PROJECT_ROOT, Settings
 from eventlake.local.cluster import LocalCluster
 from eventlake.local.spark_standalone import worker_name
 from eventlake.orchestration.submit import spark_submit_args
+from eventlake.storage.store import open_delta_table
 
 #: The header republish adds to each record: where it came from, when, and its target.
 TRAIL_HEADER = "eventlake-trail"
@@ -71,6 +72,18 @@ def executor_jars(cluster: LocalCluster, app_id: str) -> dict[str, set[str]]:
     return jars
 
 
+def executor_logs(cluster: LocalCluster, app_id: str) -> dict[str, str]:
+    """Each executor's stderr (its worker writes the executor's command line first,
+    ``Spark Executor Command: ...``), by ``worker/executor``."""
+    logs: dict[str, str] = {}
+    for number in range(1, cluster.settings.spark_workers + 1):
+        for folder in sorted((cluster.spark.work_dir(number) / app_id).glob("*")):
+            stderr = folder / "stderr"
+            if stderr.is_file():
+                logs[f"{worker_name(number)}/{folder.name}"] = stderr.read_text(errors="replace")
+    return logs
+
+
 def worker_processes(worker_pid: int) -> list[int]:
     """The worker's process and its live children (the executors it launched; not the
     zombie that spark-class's launcher leaves behind)."""
@@ -115,11 +128,13 @@ def normalized(value: Any) -> Any:
     return value
 
 
-def table_rows(path: Path, *, drop: Iterable[str] = ("ingested_at",)) -> list[dict[str, Any]]:
-    """Every row of a Delta table without the ``drop`` columns (when each run wrote a
-    row), normalized and sorted."""
+def table_rows(
+    location: LocationLike, *, drop: Iterable[str] = ("ingested_at",)
+) -> list[dict[str, Any]]:
+    """Every row of a Delta table (local or on S3) without the ``drop`` columns (when
+    each run wrote a row), normalized and sorted."""
     dropped = set(drop)
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = open_delta_table(location).to_pyarrow_table().to_pylist()
     cleaned = [normalized({k: v for k, v in row.items() if k not in dropped}) for row in rows]
     return sorted(cleaned, key=repr)
 

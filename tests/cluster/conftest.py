@@ -2,6 +2,11 @@
 tier, in a temporary folder, on free ports of 127.0.0.1 except the master's
 (``EVENTLAKE_SPARK_MASTER_PORT``, 7077 unless set), and the figures the tier records.
 
+Its warehouse is on the cluster's own S3 server (``cluster_object_store``): drivers and
+executors write to object storage as on a multi-host cluster, the DAGs reach it through
+the ``aws_default`` connection only, and this process (which reads the tables and runs
+the local-mode comparison) through the server's ``EVENTLAKE_S3_*`` environment.
+
 Its Airflow workers get the settings the DAG runs need: the sample topic as a state
 topic and a re-key route of it, the demo's quality rules, and micro-batches of at most
 :data:`MAX_OFFSETS_PER_TRIGGER` records (so that an ingest of the worker-kill topic is
@@ -11,6 +16,7 @@ several batches long).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -69,7 +75,9 @@ def cluster_settings() -> Iterator[LocalSettings]:
         broker_port=broker_port,
         controller_port=free_port(),
         bootstrap_servers=f"127.0.0.1:{broker_port}",
-        warehouse=folder / "warehouse",
+        cluster_object_store=True,
+        s3_server_port=free_port(),
+        s3_server_dir=folder / "s3server",
         postgres_port=free_port(),
         spark_master_ui_port=free_port(),
         spark_worker_ui_port=_free_pair(),
@@ -104,6 +112,8 @@ def cluster(cluster_settings: LocalSettings, figures: dict[str, Any]) -> Iterato
     started = time.monotonic()
     try:
         local.start(timeout=300)
+        # This process reads the warehouse (and starts the local-mode jobs) with the keys.
+        os.environ.update(local.object_store.connection().environment())
         figures["cluster_start_seconds"] = round(time.monotonic() - started, 1)
         yield local
     finally:

@@ -30,11 +30,13 @@ from eventlake.local.samples import produce_samples
 from eventlake.local.spark_standalone import worker_name
 from eventlake.orchestration import plan_ingest, plan_quality, plan_republish
 from eventlake.spark.conf import spark_jars
+from eventlake.storage import store
 from eventlake.warehouse.names import state_path
 from tests.cluster.cluster_tools import (
     app_ids,
     apps_since,
     executor_jars,
+    executor_logs,
     executors_per_worker,
     run_independent,
     run_local,
@@ -172,6 +174,23 @@ def test_dags_on_the_cluster_use_both_workers_and_equal_a_local_run(
         "jars": sorted(names),
         "executors_checked": sum(len(e) for e in served.values()),
     }
+    # The warehouse is on the cluster's S3 server; the executors got its keys from their
+    # driver (over the authenticated RPC), never on their launch command line.
+    assert str(settings.warehouse).startswith("s3a://"), settings.warehouse
+    secret = cluster.object_store.connection().s3_secret_access_key
+    assert secret is not None
+    logs = {app_id: executor_logs(cluster, app_id) for app_id in served}
+    assert all(logs.values()) and all(
+        "Spark Executor Command" in text
+        for executors in logs.values()
+        for text in executors.values()
+    ), logs
+    assert not [
+        (app_id, name)
+        for app_id, executors in logs.items()
+        for name, text in executors.items()
+        if secret.get_secret_value() in text
+    ]
 
     # The same jobs in local mode, on a warehouse and a route target of their own.
     local = _local_settings(cluster, "warehouse-local")
@@ -246,8 +265,13 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
         KILL_TOPIC,
         ((f"k{n % 101}".encode(), b'{"n": %d}' % n, binary_headers(i)) for n, i in enumerate(ids)),
     )
-    log = (settings.table_path("events") / "_delta_log").local()
-    commits_before = len(list(log.glob("*.json")))
+    log = settings.table_path("events") / "_delta_log"
+
+    def commits() -> int:
+        """Commit files in the events table's log (on the cluster's S3 server)."""
+        return sum(1 for name in store.names(log) if name.endswith(".json") and name[0].isdigit())
+
+    commits_before = commits()
     before = app_ids(cluster)
     started = time.monotonic()
     run_id = airflow.trigger(INGEST, {"topics": [KILL_TOPIC]})
@@ -268,7 +292,7 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
     executors_before_kill = executors_per_worker(cluster, app["id"])
     wait_for(
         "a first micro-batch committed",
-        lambda: len(list(log.glob("*.json"))) > commits_before,
+        lambda: commits() > commits_before,
         timeout=600,
         step=0.2,
     )
@@ -276,7 +300,7 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
     victim = cluster.spark.pids()[worker_name(1)]
     killed = worker_processes(victim)
     killed_at = time.monotonic() - started
-    commits_at_kill = len(list(log.glob("*.json"))) - commits_before
+    commits_at_kill = commits() - commits_before
     sigkill(killed)
 
     state = airflow.wait_for_run(INGEST, run_id, timeout=1500)
@@ -286,7 +310,7 @@ def test_worker_killed_during_an_ingest_still_lands_every_record_once(
     ).json()["task_instances"]
     tries = {ti["task_id"]: [ti["state"], ti["try_number"]] for ti in instances}
     apps = apps_since(cluster, before)
-    commits_after_kill = len(list(log.glob("*.json"))) - commits_before - commits_at_kill
+    commits_after_kill = commits() - commits_before - commits_at_kill
     master = cluster.spark.master_json() or {}
     worker_states = {w["webuiaddress"]: w["state"] for w in master.get("workers", [])}
 

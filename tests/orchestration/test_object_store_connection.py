@@ -181,3 +181,11 @@ def test_submit_gets_the_keys_in_its_environment_only_while_it_runs(
     assert seen["EVENTLAKE_S3_SECRET_ACCESS_KEY"] == SECRET
     assert seen["EVENTLAKE_S3_ENDPOINT"] == "http://object-store:9000"
     assert operator.env_vars == {"EVENTLAKE_WAREHOUSE": "s3a://lake/wh"}
+
+
+def test_a_connection_built_from_settings_reads_back_as_those_settings() -> None:
+    store = parse_aws_connection("AKIAEXAMPLE", SECRET, EXTRA)
+    built = store.airflow_connection()
+
+    assert built["conn_type"] == "aws"
+    assert parse_aws_connection(built["login"], built["password"], built["extra"]) == store

@@ -14,9 +14,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator
+
+#: The Airflow connection the DAGs read the object store from (the Amazon provider's
+#: default), and its type; read by :mod:`eventlake.orchestration.object_store_connection`.
+AWS_CONN_ID: Final = "aws_default"
+AWS_CONN_TYPE: Final = "aws"
 
 
 class ObjectStoreSettings(BaseModel):
@@ -91,6 +96,26 @@ class ObjectStoreSettings(BaseModel):
             "EVENTLAKE_S3_ACCESS_KEY_ID": keys[0].get_secret_value() if keys[0] else "",
             "EVENTLAKE_S3_SECRET_ACCESS_KEY": keys[1].get_secret_value() if keys[1] else "",
         }
+
+    def airflow_connection(self) -> dict[str, Any]:
+        """These settings as an ``aws`` Airflow connection (``AIRFLOW_CONN_AWS_DEFAULT``'s
+        JSON), the keys its login and password: what
+        :func:`eventlake.orchestration.object_store_connection.parse_aws_connection` reads.
+
+        Example:
+            >>> ObjectStoreSettings(s3_path_style=True).airflow_connection()["extra"]
+            {'region_name': 'us-east-1', 'config_kwargs': {'s3': {'addressing_style': 'path'}}}
+        """
+        extra: dict[str, Any] = {"region_name": self.s3_region}
+        if self.s3_endpoint:
+            extra["endpoint_url"] = self.s3_endpoint
+        if self.s3_path_style:
+            extra["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+        connection: dict[str, Any] = {"conn_type": AWS_CONN_TYPE, "extra": extra}
+        if self.s3_access_key_id and self.s3_secret_access_key:
+            connection["login"] = self.s3_access_key_id.get_secret_value()
+            connection["password"] = self.s3_secret_access_key.get_secret_value()
+        return connection
 
     def delta_rs_options(self) -> dict[str, str]:
         """delta-rs' ``storage_options`` (the object_store crate's AWS keys) for these

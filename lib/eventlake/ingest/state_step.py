@@ -21,9 +21,10 @@ from eventlake.ledger.commits import Ledger
 from eventlake.ledger.marks import INGEST, STATE, read_marks
 from eventlake.runs.offset_log import LoggedBatch
 from eventlake.runs.triggers import AVAILABLE_NOW
-from eventlake.state.apply import StateMarks, apply_state
+from eventlake.state.apply import StateFencedError, StateMarks, apply_state
 from eventlake.state.compaction_risk import check_compaction
 from eventlake.state.records import StateChange
+from eventlake.warehouse.conflicts import retry_conflicts
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 
 _log = progress_log(__name__)
@@ -60,11 +61,43 @@ def apply_backlog(
 ) -> dict[str, StateChange]:
     """One state step through the ``backlog`` (under the leases of its topics): the
     records the state tables do not hold yet, read back, applied with the marks moved to
-    the backlog's ends. ``batch``: the Kafka rows of the backlog's last batch."""
+    the backlog's ends. ``batch``: the Kafka rows of the backlog's last batch.
+
+    A step that another process's state change overtook (:class:`StateFencedError`: it
+    committed nothing) is run again from the state tables' new marks, as a commit race
+    is (:func:`eventlake.warehouse.conflicts.retry_conflicts`): what the other process
+    applied is not applied twice, and what it did not is applied now."""
+    state_topics = kept_state(settings, request, backlog.topics())
+    attempts = 0
+
+    def attempt() -> dict[str, StateChange]:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1:  # what this process knew of the state tables is stale
+            for topic in state_topics:
+                ledger.forget(str(state_path(settings, topic)))
+        return _apply_once(spark, settings, ledger, backlog, state_topics, note, batch)
+
+    changes = retry_conflicts(
+        attempt, what=f"state step of {', '.join(state_topics)}", retryable=(StateFencedError,)
+    )
+    backlog.applied()
+    return changes
+
+
+def _apply_once(
+    spark: SparkSession,
+    settings: Settings,
+    ledger: Ledger,
+    backlog: StateBacklog,
+    state_topics: list[str],
+    note: str,
+    batch: DataFrame | None,
+) -> dict[str, StateChange]:
+    """The state step's one attempt: the marks read, the records read back, applied."""
     events_path = str(settings.table_path(EVENTS))
     rejects_path = str(settings.table_path(REJECTS))
     ends = backlog.ends()
-    state_topics = kept_state(settings, request, backlog.topics())
     state_marks = {
         k: v
         for t in state_topics
@@ -82,18 +115,14 @@ def apply_backlog(
         for t in state_topics
         if any(state_marks.get(k, 0) < end for k, end in ends.items() if k[0] == t)
     ]
-    changes: dict[str, StateChange] = {}
-    if behind:
-        rows, from_files = read_back(
-            spark, backlog.batches, batch, events_path, rejects_path, state_marks, ends
-        )
-        last = backlog.batches[-1].batch_id
-        marks = StateMarks(ledger, ends, backlog.caught_up_ms(), note, last)
-        changes = apply_state(
-            spark, settings, rows, topics=behind, marks=marks, read_back=from_files
-        )
-    backlog.applied()
-    return changes
+    if not behind:
+        return {}
+    rows, from_files = read_back(
+        spark, backlog.batches, batch, events_path, rejects_path, state_marks, ends
+    )
+    last = backlog.batches[-1].batch_id
+    marks = StateMarks(ledger, ends, backlog.caught_up_ms(), note, last)
+    return apply_state(spark, settings, rows, topics=behind, marks=marks, read_back=from_files)
 
 
 def caught_up_clock_ms(

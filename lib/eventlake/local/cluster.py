@@ -1,6 +1,9 @@
 """The local cluster: the project's platform as separate processes on 127.0.0.1.
 
 * the Kafka broker (:mod:`eventlake.local.broker`, the same one ``make demo`` uses);
+* with ``cluster_object_store``, the local S3 server (:mod:`eventlake.local.s3_server`)
+  holding the warehouse, which Airflow's tasks reach through the ``aws_default``
+  connection and the executors through their driver's S3A settings;
 * PostgreSQL (:mod:`eventlake.local.postgres`), Airflow's metadata database;
 * a Spark standalone master and workers, each its own JVM
   (:mod:`eventlake.local.spark_standalone`);
@@ -21,10 +24,13 @@ Example:
     >>> run_id = cluster.airflow_client().trigger("eventlake_ingest")
     >>> cluster.stop()
     ['airflow', 'spark', 'postgres', 'broker']
+
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -32,16 +38,23 @@ from typing import Final
 import httpx
 
 from eventlake.core.errors import EventlakeError
+from eventlake.core.locations import Location
+from eventlake.core.object_store import AWS_CONN_ID
 from eventlake.local import processes
 from eventlake.local.airflow import ALL_COMPONENTS, PIDS_FILE, LocalAirflow, stop_local_airflow
 from eventlake.local.broker import LocalBroker
 from eventlake.local.postgres import LocalPostgres
 from eventlake.local.processes import ComponentStatus, port_in_use
+from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import LocalSettings
 from eventlake.local.spark_standalone import SparkStandalone, master_url
+from eventlake.storage import s3_store
+from eventlake.storage.store import on_object_store
 
 #: The parts of the cluster in start order; stop goes the other way.
-PARTS: Final = ("broker", "postgres", "spark", "airflow")
+PARTS: Final = ("broker", "object-store", "postgres", "spark", "airflow")
+#: The warehouse of a cluster with an object store, unless the settings name one on S3.
+CLUSTER_WAREHOUSE: Final = "s3a://eventlake/warehouse"
 
 
 class ClusterError(EventlakeError, RuntimeError):
@@ -53,14 +66,20 @@ class ClusterRefused(ClusterError):
 
 
 def cluster_settings(settings: LocalSettings) -> LocalSettings:
-    """``settings`` with the local master as ``spark_master``: what the cluster's
-    Airflow workers plan their jobs with.
+    """``settings`` with the local master as ``spark_master``, and with
+    ``cluster_object_store`` the local S3 server as the warehouse's store: what the
+    cluster's Airflow workers plan their jobs with.
 
     Example:
         >>> cluster_settings(load_local_settings(spark_master_port=7077)).spark_master
         'spark://127.0.0.1:7077'
     """
-    return settings.model_copy(update={"spark_master": master_url(settings)})
+    update: dict[str, object] = {"spark_master": master_url(settings)}
+    if settings.cluster_object_store:
+        update.update(dict(LocalS3Server(settings).connection()))
+        if on_object_store(settings.warehouse) is None:
+            update["warehouse"] = Location.of(CLUSTER_WAREHOUSE)
+    return settings.model_copy(update=update)
 
 
 class LocalCluster:
@@ -75,6 +94,7 @@ class LocalCluster:
     ) -> None:
         self.settings = cluster_settings(settings)
         self.broker = LocalBroker(self.settings)
+        self.object_store = LocalS3Server(self.settings)
         self.postgres = LocalPostgres(self.settings)
         self.spark = SparkStandalone(self.settings)
         self.airflow_home = self.settings.cluster_dir / "airflow"
@@ -82,6 +102,12 @@ class LocalCluster:
         self.airflow_env = dict(airflow_env or {})
 
     # -- queries ---------------------------------------------------------------------------
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """This cluster's parts in start order (the object store only when asked for)."""
+        wanted = self.settings.cluster_object_store
+        return tuple(part for part in PARTS if wanted or part != "object-store")
 
     def airflow_pids(self) -> dict[str, int]:
         """The Airflow components recorded in its home that are still alive."""
@@ -119,6 +145,18 @@ class LocalCluster:
                 broker.bootstrap_servers,
                 broker.running and self.broker.answers_metadata(timeout=2.0),
             ),
+            *(
+                [
+                    ComponentStatus(
+                        "object-store",
+                        self.object_store.pid(),
+                        self.object_store.endpoint,
+                        self.object_store.answers(),
+                    )
+                ]
+                if "object-store" in self.parts
+                else []
+            ),
             self.postgres.status(),
             *self.spark.status(),
         ]
@@ -144,6 +182,8 @@ class LocalCluster:
         running = set()
         if self.broker.pid() is not None:
             running.add("broker")
+        if "object-store" in self.parts and self.object_store.pid() is not None:
+            running.add("object-store")
         if self.postgres.pid() is not None:
             running.add("postgres")
         if self.spark.pids():
@@ -156,6 +196,11 @@ class LocalCluster:
         """The fixed ports of each part, all on 127.0.0.1."""
         return {
             "broker": [self.settings.broker_port, self.settings.controller_port],
+            **(
+                {"object-store": [self.settings.s3_server_port]}
+                if "object-store" in self.parts
+                else {}
+            ),
             "postgres": [self.settings.postgres_port],
             "spark": self.spark.ports(),
             "airflow": [self.airflow_port],
@@ -187,7 +232,7 @@ class LocalCluster:
             )
         started: list[str] = []
         try:
-            for part in PARTS:
+            for part in self.parts:
                 if part in running:
                     say(f"{part}: already running")
                     continue
@@ -202,6 +247,8 @@ class LocalCluster:
     def _start_part(self, part: str, timeout: float) -> None:
         if part == "broker":
             self.broker.start(timeout=timeout)
+        elif part == "object-store":
+            self._start_object_store(timeout)
         elif part == "postgres":
             self.postgres.start(timeout=timeout)
         elif part == "spark":
@@ -213,7 +260,7 @@ class LocalCluster:
                 self.settings.model_copy(update={"spark_auth_secret": secret}),
                 home=self.airflow_home,
                 port=self.airflow_port,
-                extra_env=self.airflow_env,
+                extra_env={**self._object_store_connection(), **self.airflow_env},
                 database_url=self.postgres.database_url(),
                 components=ALL_COMPONENTS,
             )
@@ -222,6 +269,26 @@ class LocalCluster:
             except BaseException:
                 airflow.stop()
                 raise
+
+    def _start_object_store(self, timeout: float) -> None:
+        self.object_store.start(timeout=timeout)
+        warehouse = on_object_store(self.settings.warehouse)
+        if warehouse is None:
+            return
+        client = s3_store.client(self.object_store.connection())
+        made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
+        with contextlib.suppress(*made):
+            client.create_bucket(Bucket=s3_store.bucket_and_key(warehouse)[0])
+
+    def _object_store_connection(self) -> dict[str, str]:
+        """Airflow's ``aws_default`` on the cluster's object store, and no ``EVENTLAKE_S3_*``
+        of this process: the DAGs reach the warehouse through the connection alone."""
+        if "object-store" not in self.parts:
+            return {}
+        store = self.object_store.connection()
+        connection = json.dumps(store.airflow_connection())
+        blank = dict.fromkeys(store.environment(), "")
+        return {**blank, f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}": connection}
 
     def _stop_parts(self, parts: Iterable[str]) -> list[str]:
         stopped = []
@@ -232,6 +299,8 @@ class LocalCluster:
                 done = self.spark.stop()
             elif part == "postgres":
                 done = self.postgres.stop()
+            elif part == "object-store":
+                done = self.object_store.stop()
             else:
                 done = self.broker.stop()
             if done:
@@ -240,7 +309,7 @@ class LocalCluster:
 
     def stop(self) -> list[str]:
         """Stop every part, the last started first; the parts that were running."""
-        return self._stop_parts(reversed(PARTS))
+        return self._stop_parts(reversed(self.parts))
 
     @property
     def logs(self) -> Path:

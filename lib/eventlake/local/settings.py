@@ -93,6 +93,12 @@ class LocalSettings(Settings):
     cluster_airflow_port: int = Field(
         default=8088, description="Port of the local cluster's Airflow UI/API."
     )
+    cluster_object_store: bool = Field(
+        default=False,
+        description="Run the local S3 server in the local cluster and keep its warehouse "
+        "there (s3a://eventlake/warehouse unless EVENTLAKE_WAREHOUSE names an s3a:// "
+        "location), so that drivers and executors reach it as on a multi-host cluster.",
+    )
 
 
 def load_local_settings(**overrides: Any) -> LocalSettings:

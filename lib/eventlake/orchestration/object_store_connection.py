@@ -29,14 +29,11 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
-from eventlake.core.object_store import ObjectStoreSettings
+from eventlake.core.object_store import AWS_CONN_ID, AWS_CONN_TYPE, ObjectStoreSettings
 from eventlake.core.settings import Settings
 from eventlake.orchestration.errors import OrchestrationError
 
-#: The Amazon provider's default connection, the one eventlake's DAGs read.
-AWS_CONN_ID: Final = "aws_default"
-#: The Amazon provider's connection type (``conn_type``) of an AWS connection.
-AWS_CONN_TYPE: Final = "aws"
+__all__ = ["AWS_CONN_ID", "AWS_CONN_TYPE", "parse_aws_connection", "read_object_store_connection"]
 #: The settings fields the connection gives (all of them, when it is defined).
 FIELDS: Final = tuple(ObjectStoreSettings.model_fields)
 
