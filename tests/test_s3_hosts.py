@@ -354,8 +354,9 @@ def test_a_stream_on_one_host_beside_scheduled_runs_and_backfills_on_the_other(
             produced.append(
                 produce_samples(settings, topic=topic, count=800, seed=32 + round_number)
             )
-            for options in ((), ("--ending-offsets", "latest")):  # the schedule, a backfill
-                run = b.run("ingest", "--topic", topic, "--state", *b.checkpoint, *options)
+            # The schedule (with the state table), then a backfill (bounded: events only).
+            for options in (("--state", *b.checkpoint), ("--ending-offsets", "latest")):
+                run = b.run("ingest", "--topic", topic, *options)
                 assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
         expected = sum(p.valid + p.invalid for p in produced)
         deadline = time.monotonic() + 120
