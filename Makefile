@@ -10,11 +10,12 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
+.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
 	@echo "make demo-ui - the same, and leave the Airflow UI running (127.0.0.1:8080)"
+	@echo "make demo-s3 - the demo with its warehouse on the local S3 server"
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff, mypy, the packages' layers (import-linter), no import circle, no module over 450 lines"
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
@@ -23,7 +24,7 @@ help:
 	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make bench-s3 - the warehouse on the local S3 server against a local folder (KDI=<binary>: and kafka-delta-ingest)"
-	@echo "make stop   - stop the local Airflow and broker"
+	@echo "make stop   - stop the local Airflow, broker and S3 server"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
 setup: system-packages demo-setup venv-dev class-archive
@@ -108,6 +109,10 @@ demo: demo-setup
 demo-ui: demo-setup
 	$(EVENTLAKE) demo --count 500 --keep-ui
 
+# The demo with its warehouse on the local S3 server (s3proxy, started by the demo).
+demo-s3: demo-setup
+	$(EVENTLAKE) demo --count 500 --object-store
+
 lint: venv-dev
 	$(VENV)/bin/ruff check lib jobs dags tests
 	$(VENV)/bin/ruff format --check lib jobs dags tests
@@ -177,8 +182,10 @@ test-faults: setup
 stop: venv
 	$(EVENTLAKE) airflow stop
 	$(EVENTLAKE) broker stop
+	$(EVENTLAKE) s3-server stop
 
 clean:
 	-$(EVENTLAKE) airflow stop
 	-$(EVENTLAKE) broker stop
+	-$(EVENTLAKE) s3-server stop
 	rm -rf var

@@ -14,7 +14,6 @@ that share the local Airflow deployment are one group (:data:`XDIST_GROUPS`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -261,12 +260,8 @@ def s3_server(settings: LocalSettings, shared_dir: Path | None) -> Iterator[Loca
     else:
         server.start()
     os.environ.update(server.environment())
-    client = s3_store.client()
-    # The other worker may have made it.
-    made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
-    with contextlib.suppress(*made):
-        client.create_bucket(Bucket=TEST_BUCKET)
-    probe_conditional_put(client, TEST_BUCKET)
+    server.make_bucket(Location.of(f"s3a://{TEST_BUCKET}"))  # or the other worker did
+    probe_conditional_put(s3_store.client(), TEST_BUCKET)
     yield server
     if shared_dir is None:
         server.stop()

@@ -30,7 +30,6 @@ run that lands another number of records fails the bench. Results go to
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -54,7 +53,6 @@ from eventlake.kafka.topics import delete_topics
 from eventlake.local.broker import LocalBroker
 from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import load_local_settings
-from eventlake.storage import s3_store
 from eventlake.storage.store import (
     append_to_delta_table,
     open_delta_table,
@@ -218,10 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     broker, server = LocalBroker(local), LocalS3Server(local)
     broker_pid = broker.start().pid
     server.start()
-    client = s3_store.client(server.connection())
-    made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
-    with contextlib.suppress(*made):
-        client.create_bucket(Bucket=BUCKET)
+    server.make_bucket(Location.of(f"s3a://{BUCKET}"))
     os.environ.update(server.environment())  # this process reads the S3 tables
     on_s3 = local.model_copy(update=dict(server.connection()))
     root = Path(local.warehouse).parent / f"object-store-bench-{uuid.uuid4().hex[:6]}"

@@ -19,7 +19,13 @@ from eventlake.cli import COMMAND_ORDER, app, main
 
 def test_every_command_is_registered_in_order() -> None:
     """The commands live in several modules; ``eventlake --help`` lists them as before."""
-    assert list(get_group(app).commands) == [*COMMAND_ORDER, "cluster", "broker", "airflow"]
+    assert list(get_group(app).commands) == [
+        *COMMAND_ORDER,
+        "cluster",
+        "broker",
+        "airflow",
+        "s3-server",
+    ]
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

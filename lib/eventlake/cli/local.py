@@ -31,6 +31,11 @@ broker_app = typer.Typer(
 app.add_typer(broker_app, name="broker")
 airflow_app = typer.Typer(help="The local Airflow that `make demo` starts.", no_args_is_help=True)
 app.add_typer(airflow_app, name="airflow")
+s3_server_app = typer.Typer(
+    help="Run the local S3 server (s3proxy; the tests', the cluster's, `make demo-s3`'s).",
+    no_args_is_help=True,
+)
+app.add_typer(s3_server_app, name="s3-server")
 
 
 @broker_app.command("start")
@@ -96,6 +101,46 @@ def samples(
     )
 
 
+@s3_server_app.command("start")
+def s3_server_start(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
+) -> None:
+    """Start the S3 server (no-op when it runs already); wait until it answers. Its keys
+    are generated into its folder's credentials.json (0600) at the first start."""
+    from eventlake.local.s3_server import LocalS3Server, S3ServerError
+    from eventlake.local.settings import load_local_settings
+
+    server = LocalS3Server(load_local_settings())
+    was_running = server.pid() is not None
+    try:
+        status = server.start(timeout=timeout)
+    except S3ServerError as error:
+        fail(str(error))
+    typer.echo(("already running: " if was_running else "started: ") + status.describe())
+
+
+@s3_server_app.command("stop")
+def s3_server_stop() -> None:
+    """Stop the S3 server (its objects stay)."""
+    from eventlake.local.s3_server import LocalS3Server
+    from eventlake.local.settings import load_local_settings
+
+    stopped = LocalS3Server(load_local_settings()).stop()
+    typer.echo("S3 server stopped" if stopped else "S3 server was not running")
+
+
+@s3_server_app.command("status")
+def s3_server_status() -> None:
+    """Say whether the S3 server runs; exit code 0 when it does, 3 when it does not."""
+    from eventlake.local.s3_server import LocalS3Server
+    from eventlake.local.settings import load_local_settings
+
+    status = LocalS3Server(load_local_settings()).status()
+    typer.echo(status.describe())
+    if not status.running:
+        raise typer.Exit(3)
+
+
 @app.command()
 def demo(
     count: Annotated[int, typer.Option(min=1, help="Sample records to produce.")] = 500,
@@ -103,28 +148,52 @@ def demo(
         bool,
         typer.Option("--keep-ui", help="Leave Airflow running at the end (stop: make stop)."),
     ] = False,
+    object_store: Annotated[
+        bool,
+        typer.Option(
+            "--object-store",
+            help="Keep the warehouse on the local S3 server (started here; "
+            "s3a://eventlake/demo-warehouse), the DAGs reaching it through Airflow's "
+            "aws_default connection.",
+        ),
+    ] = False,
 ) -> None:
     """The whole platform locally: broker, sample stream, Airflow, the DAGs, queries.
 
     Triggers eventlake_ingest, eventlake_republish and eventlake_quality through
     Airflow's REST API, waits for each run, then prints queries of the Delta tables.
     """
-    from eventlake.local.airflow import LocalAirflowError
-    from eventlake.local.demo import QUERIES, DemoError, next_steps, run_demo
+    from eventlake.core.errors import EventlakeError
+    from eventlake.local.demo import (
+        QUERIES,
+        next_steps,
+        on_the_local_s3_server,
+        run_demo,
+    )
     from eventlake.local.settings import load_local_settings
     from eventlake.spark.session import build_spark_session
     from eventlake.views.query import register_tables, run_query
 
     settings = load_local_settings()
     try:
+        if object_store:
+            settings = on_the_local_s3_server(settings, say=typer.echo)
         run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
-    except (DemoError, LocalAirflowError) as error:
+    except EventlakeError as error:  # DemoError, LocalAirflowError, S3ServerError
         fail(str(error))
     spark = build_spark_session(settings, app_name="eventlake-demo-queries")
     register_tables(spark, settings)
     for title, sql in QUERIES:
         typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
     typer.echo(f"\nTables: {settings.warehouse}")
+    if object_store:
+        typer.echo(
+            "The commands below need the warehouse's settings in their environment: "
+            f"EVENTLAKE_WAREHOUSE={settings.warehouse}, EVENTLAKE_S3_ENDPOINT="
+            f"{settings.s3_endpoint}, EVENTLAKE_S3_PATH_STYLE=true, and the server's keys "
+            f"({settings.s3_server_dir / 'credentials.json'}: identity and credential) as "
+            "EVENTLAKE_S3_ACCESS_KEY_ID and EVENTLAKE_S3_SECRET_ACCESS_KEY."
+        )
     for line in next_steps(run.url, keep_ui=keep_ui):
         typer.echo(line)
 

@@ -29,8 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final
@@ -39,7 +37,6 @@ import httpx
 
 from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import Location
-from eventlake.core.object_store import AWS_CONN_ID
 from eventlake.local import processes
 from eventlake.local.airflow import ALL_COMPONENTS, PIDS_FILE, LocalAirflow, stop_local_airflow
 from eventlake.local.broker import LocalBroker
@@ -48,7 +45,6 @@ from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import LocalSettings
 from eventlake.local.spark_standalone import SparkStandalone, master_url
-from eventlake.storage import s3_store
 from eventlake.storage.store import on_object_store
 
 #: The parts of the cluster in start order; stop goes the other way.
@@ -273,22 +269,15 @@ class LocalCluster:
     def _start_object_store(self, timeout: float) -> None:
         self.object_store.start(timeout=timeout)
         warehouse = on_object_store(self.settings.warehouse)
-        if warehouse is None:
-            return
-        client = s3_store.client(self.object_store.connection())
-        made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
-        with contextlib.suppress(*made):
-            client.create_bucket(Bucket=s3_store.bucket_and_key(warehouse)[0])
+        if warehouse is not None:
+            self.object_store.make_bucket(warehouse)
 
     def _object_store_connection(self) -> dict[str, str]:
         """Airflow's ``aws_default`` on the cluster's object store, and no ``EVENTLAKE_S3_*``
         of this process: the DAGs reach the warehouse through the connection alone."""
         if "object-store" not in self.parts:
             return {}
-        store = self.object_store.connection()
-        connection = json.dumps(store.airflow_connection())
-        blank = dict.fromkeys(store.environment(), "")
-        return {**blank, f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}": connection}
+        return self.object_store.airflow_environment()
 
     def _stop_parts(self, parts: Iterable[str]) -> list[str]:
         stopped = []

@@ -10,6 +10,8 @@
 5. print downstream queries of the Delta tables, the UI address and how to stop.
 
 Airflow is stopped at the end unless ``keep_ui`` (``make demo-ui``) leaves it running.
+With ``--object-store`` (``make demo-s3``) the warehouse is on the local S3 server
+(:func:`on_the_local_s3_server`), which the DAGs reach through ``aws_default``.
 
 Example:
     >>> run_demo(load_local_settings(), count=500, keep_ui=False)
@@ -18,16 +20,22 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from eventlake.core.errors import EventlakeError
+from eventlake.core.locations import Location
 from eventlake.local.airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
+from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import LocalSettings
+from eventlake.storage.store import on_object_store
 
 DEMO_TOPIC: Final = "demo.orders"
+#: The warehouse of ``eventlake demo --object-store`` on the local S3 server.
+DEMO_S3_WAREHOUSE: Final = "s3a://eventlake/demo-warehouse"
 #: The re-key route of the demo: the same events keyed by the partitionkey extension.
 DEMO_TARGET: Final = "demo.orders.by-entity"
 #: The project's DAGs, every one unpaused by the demo.
@@ -93,7 +101,7 @@ def next_steps(url: str, *, keep_ui: bool) -> list[str]:
     else:
         lines = ["Airflow was stopped; the broker still runs."]
         steps.append(("make demo-ui", f"the demo again, leaving the Airflow UI up at {url}"))
-        steps.append(("make stop", "stop the broker"))
+        steps.append(("make stop", "stop the broker (and the S3 server of make demo-s3)"))
     lines.append("Try next, from the checkout in any shell:")
     for command, what in steps:
         lines += [f"  {what}:", f"    {command}"]
@@ -132,6 +140,26 @@ def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
     }
 
 
+def on_the_local_s3_server(
+    settings: LocalSettings, say: Callable[[str], None] = print
+) -> LocalSettings:
+    """``settings`` with the warehouse on the local S3 server, which this starts (with
+    the warehouse's bucket); this process's ``EVENTLAKE_S3_*`` point at it too, for the
+    demo's queries. The warehouse is :data:`DEMO_S3_WAREHOUSE` unless the settings name
+    one on ``s3a://``.
+
+    Example:
+        >>> str(on_the_local_s3_server(load_local_settings()).warehouse)
+        's3a://eventlake/demo-warehouse'
+    """
+    server = LocalS3Server(settings)
+    say(server.start().describe())
+    warehouse = on_object_store(settings.warehouse) or Location.of(DEMO_S3_WAREHOUSE)
+    server.make_bucket(warehouse)
+    os.environ.update(server.environment())
+    return settings.model_copy(update={**dict(server.connection()), "warehouse": warehouse})
+
+
 def run_demo(
     settings: LocalSettings,
     *,
@@ -159,11 +187,17 @@ def run_demo(
     )
 
     stop_local_airflow(settings.airflow_home)  # a UI left running by an earlier demo
+    extra_env = demo_environment()
+    if on_object_store(settings.warehouse) is not None and settings.s3_endpoint == (
+        LocalS3Server(settings).endpoint
+    ):
+        # The DAGs reach the local S3 server through aws_default alone.
+        extra_env = {**LocalS3Server(settings).airflow_environment(), **extra_env}
     airflow = LocalAirflow.create(
         settings,
         home=settings.airflow_home,
         port=settings.airflow_port,
-        extra_env=demo_environment(),
+        extra_env=extra_env,
     )
     step(f"starting Airflow (api-server, scheduler, dag-processor) in {airflow.home}")
     airflow.start()

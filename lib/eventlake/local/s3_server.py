@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
@@ -37,9 +38,11 @@ import httpx
 from pydantic import SecretStr
 
 from eventlake.core.errors import EventlakeError
-from eventlake.core.object_store import ObjectStoreSettings
+from eventlake.core.locations import Location
+from eventlake.core.object_store import AWS_CONN_ID, ObjectStoreSettings
 from eventlake.local.java_service import LocalJavaService, java_executable
 from eventlake.local.settings import LocalSettings
+from eventlake.storage import s3_store
 from eventlake.storage.files import write_atomically
 
 MAIN_CLASS: Final = "org.gaul.s3proxy.Main"
@@ -132,6 +135,33 @@ class LocalS3Server(LocalJavaService):
             'EVENTLAKE_S3_ACCESS_KEY_ID'
         """
         return self.connection().environment()
+
+    def airflow_environment(self) -> dict[str, str]:
+        """An Airflow deployment's environment for this server: ``aws_default`` on it
+        (``AIRFLOW_CONN_AWS_DEFAULT``) and every ``EVENTLAKE_S3_*`` empty, so that the
+        DAGs reach the warehouse through the connection alone, as in production.
+
+        Example:
+            >>> json.loads(server.airflow_environment()["AIRFLOW_CONN_AWS_DEFAULT"])["conn_type"]
+            'aws'
+        """
+        store = self.connection()
+        blank = dict.fromkeys(store.environment(), "")
+        return {
+            **blank,
+            f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}": json.dumps(store.airflow_connection()),
+        }
+
+    def make_bucket(self, location: Location) -> None:
+        """Make the bucket of ``location`` (an ``s3a://`` location) unless it exists.
+
+        Example:
+            >>> server.make_bucket(Location.of("s3a://eventlake/warehouse"))
+        """
+        client = s3_store.client(self.connection())
+        made = (client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists)
+        with contextlib.suppress(*made):
+            client.create_bucket(Bucket=s3_store.bucket_and_key(location)[0])
 
     def answers(self, timeout: float = 1.0) -> bool:
         """True when the server answers HTTP (any status: an unsigned request is refused)."""
