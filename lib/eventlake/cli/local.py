@@ -12,7 +12,8 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Protocol
 
 import typer
 
@@ -24,6 +25,7 @@ from eventlake.cli.common import (
     refused,
     topic_option,
 )
+from eventlake.core.errors import EventlakeError
 
 broker_app = typer.Typer(
     help="Run the local single-node Kafka broker (KRaft).", no_args_is_help=True
@@ -38,43 +40,78 @@ s3_server_app = typer.Typer(
 app.add_typer(s3_server_app, name="s3-server")
 
 
-@broker_app.command("start")
-def broker_start(
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker.")] = 60.0,
-) -> None:
-    """Start the broker (no-op when it runs already); wait until it answers."""
-    from eventlake.local.broker import BrokerError, LocalBroker
-    from eventlake.local.settings import load_local_settings
+class _Status(Protocol):
+    @property
+    def running(self) -> bool: ...
 
-    broker = LocalBroker(load_local_settings())
-    was_running = broker.pid() is not None
-    try:
-        status = broker.start(timeout=timeout)
-    except BrokerError as error:
-        fail(str(error))
-    typer.echo(("already running: " if was_running else "started: ") + status.describe())
+    def describe(self) -> str: ...
 
 
-@broker_app.command("stop")
-def broker_stop() -> None:
-    """Stop the broker cleanly."""
+class _LocalServer(Protocol):
+    """What a project-local server (the broker, the S3 server) offers its commands."""
+
+    def pid(self) -> int | None: ...
+    def start(self, timeout: float = ...) -> _Status: ...
+    def stop(self) -> bool: ...
+    def status(self) -> _Status: ...
+
+
+def server_commands(group: typer.Typer, server: Callable[[], _LocalServer], what: str) -> None:
+    """``start``, ``stop`` and ``status`` of a project-local server under ``group``.
+
+    Example:
+        >>> server_commands(broker_app, _broker, "broker")   # eventlake broker start ...
+    """
+
+    def start(timeout: float = 60.0) -> None:
+        running = server()
+        was_running = running.pid() is not None
+        try:
+            status = running.start(timeout=timeout)
+        except EventlakeError as error:  # BrokerError, S3ServerError: a sentence
+            fail(str(error))
+        typer.echo(("already running: " if was_running else "started: ") + status.describe())
+
+    # Objects, not strings (this module's annotations are): typer reads them when the
+    # command runs, where ``what`` is out of reach.
+    start.__annotations__["timeout"] = Annotated[
+        float, typer.Option(help=f"Seconds to wait for the {what}.")
+    ]
+    group.command(
+        "start", help=f"Start the {what} (no-op when it runs already); wait until it answers."
+    )(start)
+
+    @group.command("stop", help=f"Stop the {what} cleanly.")
+    def stop() -> None:
+        stopped = server().stop()
+        typer.echo(f"{what} stopped" if stopped else f"{what} was not running")
+
+    @group.command(
+        "status", help=f"Say whether the {what} runs; exit code 0 when it does, 3 when it does not."
+    )
+    def status() -> None:
+        status = server().status()
+        typer.echo(status.describe())
+        if not status.running:
+            raise typer.Exit(3)
+
+
+def _broker() -> _LocalServer:
     from eventlake.local.broker import LocalBroker
     from eventlake.local.settings import load_local_settings
 
-    stopped = LocalBroker(load_local_settings()).stop()
-    typer.echo("broker stopped" if stopped else "broker was not running")
+    return LocalBroker(load_local_settings())
 
 
-@broker_app.command("status")
-def broker_status() -> None:
-    """Say whether the broker runs; exit code 0 when it does, 3 when it does not."""
-    from eventlake.local.broker import LocalBroker
+def _s3_server() -> _LocalServer:
+    from eventlake.local.s3_server import LocalS3Server
     from eventlake.local.settings import load_local_settings
 
-    status = LocalBroker(load_local_settings()).status()
-    typer.echo(status.describe())
-    if not status.running:
-        raise typer.Exit(3)
+    return LocalS3Server(load_local_settings())
+
+
+server_commands(broker_app, _broker, "broker")
+server_commands(s3_server_app, _s3_server, "S3 server")
 
 
 @app.command()
@@ -99,46 +136,6 @@ def samples(
     typer.echo(
         json.dumps({"topic": produced.topic, "valid": produced.valid, "invalid": produced.invalid})
     )
-
-
-@s3_server_app.command("start")
-def s3_server_start(
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
-) -> None:
-    """Start the S3 server (no-op when it runs already); wait until it answers. Its keys
-    are generated into its folder's credentials.json (0600) at the first start."""
-    from eventlake.local.s3_server import LocalS3Server, S3ServerError
-    from eventlake.local.settings import load_local_settings
-
-    server = LocalS3Server(load_local_settings())
-    was_running = server.pid() is not None
-    try:
-        status = server.start(timeout=timeout)
-    except S3ServerError as error:
-        fail(str(error))
-    typer.echo(("already running: " if was_running else "started: ") + status.describe())
-
-
-@s3_server_app.command("stop")
-def s3_server_stop() -> None:
-    """Stop the S3 server (its objects stay)."""
-    from eventlake.local.s3_server import LocalS3Server
-    from eventlake.local.settings import load_local_settings
-
-    stopped = LocalS3Server(load_local_settings()).stop()
-    typer.echo("S3 server stopped" if stopped else "S3 server was not running")
-
-
-@s3_server_app.command("status")
-def s3_server_status() -> None:
-    """Say whether the S3 server runs; exit code 0 when it does, 3 when it does not."""
-    from eventlake.local.s3_server import LocalS3Server
-    from eventlake.local.settings import load_local_settings
-
-    status = LocalS3Server(load_local_settings()).status()
-    typer.echo(status.describe())
-    if not status.running:
-        raise typer.Exit(3)
 
 
 @app.command()
