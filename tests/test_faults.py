@@ -18,8 +18,9 @@ files must never become part of the table.
 Each runs on a local warehouse and on one on the S3 server (``s3a://``, the jobs'
 commits through eventlake's conditional LogStore), where the watcher lists the table's
 objects instead of its folder. The 100,000-event runs are marked ``faults``
-(``make test-faults``); a 6,000-event run with one kill in the events table's commit
-window is part of the default suite.
+(``make test-faults``), and so is the 6,000-event run on the local warehouse; the
+6,000-event run on the S3 server, one kill in the events table's commit window, is part
+of the default suite (tests/ingest/test_crash.py kills local runs there).
 """
 
 from __future__ import annotations
@@ -157,6 +158,9 @@ def crash_settings(request: pytest.FixtureRequest, warehouse_settings: Settings)
     return warehouse_settings.model_copy(update={"warehouse": warehouse})
 
 
+@pytest.mark.parametrize(
+    "crash_settings", [pytest.param("local", marks=pytest.mark.faults), "s3"], indirect=True
+)
 def test_kill_in_commit_window_then_complete_gives_exact_tables(
     broker: LocalBroker,
     crash_settings: Settings,
