@@ -24,7 +24,9 @@ Every figure is the median of the rounds' whole-process seconds; the ratios are 
 local (the cost of object storage) and eventlake over kafka-delta-ingest on S3 (events
 per second). Every run's table is counted afterwards (rows from the Delta log) and a
 run that lands another number of records fails the bench. Results go to
-``results/object-store-bench-<time>.json`` and ``.md``.
+``results/object-store-bench-<time>.json`` and ``.md``. After the rounds, the same run
+measures what one batch, one JSON commit and one data file cost on each store
+(``object_store_upkeep.py``): the figures behind the S3 advice in docs/deployment.md.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ from tests.benchmarks.bench import (
     bench_records,
     fill_topic,
     run_process,
+)
+from tests.benchmarks.object_store_upkeep import (
+    BATCH_RECORDS,
+    UpkeepFigures,
+    upkeep_lines,
 )
 
 BUCKET: Final = "bench"
@@ -174,8 +181,10 @@ def kdi_store_environment(server: LocalS3Server) -> dict[str, str]:
     return {key: value for key, value in options.items() if key != "AWS_CONDITIONAL_PUT"}
 
 
-def report(figures: dict[str, Figures], records: int, rounds: int) -> tuple[str, dict[str, Any]]:
-    """The markdown table and ratios, and the JSON of the run."""
+def report(
+    figures: dict[str, Figures], upkeep: list[UpkeepFigures], records: int, rounds: int
+) -> tuple[str, dict[str, Any]]:
+    """The markdown tables and ratios, and the JSON of the run."""
     ratios = {
         "ingest S3 / local (seconds)": figures[INGEST_S3].median / figures[INGEST_LOCAL].median,
         "ingest --state S3 / local (seconds)": figures[STATE_S3].median
@@ -197,9 +206,10 @@ def report(figures: dict[str, Figures], records: int, rounds: int) -> tuple[str,
         ),
         "",
         *(f"- {name}: {value:.2f}" for name, value in ratios.items()),
+        *upkeep_lines(upkeep),
     ]
     data = {"records": records, "rounds": rounds, "jobs": [asdict(f) for f in figures.values()],
-            "ratios": ratios}  # fmt: skip
+            "ratios": ratios, "upkeep": [asdict(u) for u in upkeep]}  # fmt: skip
     return "\n".join(lines), data
 
 
@@ -221,12 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     on_s3 = local.model_copy(update=dict(server.connection()))
     root = Path(local.warehouse).parent / f"object-store-bench-{uuid.uuid4().hex[:6]}"
     tag = uuid.uuid4().hex[:6]
-    topics = {"structured": f"bench-s3-structured-{tag}", "keyed": f"bench-s3-keyed-{tag}"}
+    topics = {"structured": f"bench-s3-structured-{tag}", "keyed": f"bench-s3-keyed-{tag}",
+              "batches": f"bench-s3-batches-{tag}"}  # fmt: skip
     print(f"filling {args.records:,} records into {list(topics.values())}", flush=True)
     fill_topic(local, topics["structured"], bench_records(args.records, mode="structured",
                seed=1), compact=False)  # fmt: skip
     fill_topic(local, topics["keyed"], bench_records(args.records, mode="mixed", seed=2,
                tombstones=0.1), compact=True)  # fmt: skip
+    fill_topic(local, topics["batches"], bench_records(20 * BATCH_RECORDS, mode="structured",
+               seed=3), compact=False)  # fmt: skip
     jobs = [INGEST_LOCAL, INGEST_S3, STATE_LOCAL, STATE_S3, *([KDI_S3] if args.kdi else [])]
     figures = {job: Figures(job, args.records) for job in jobs}
     kdi_env = kdi_store_environment(server)
@@ -254,10 +267,18 @@ def main(argv: list[str] | None = None) -> int:
                 figures[job].rows.append(rows)
                 print(f"round {round_number} {job}: {seconds:.1f} s, {rows:,} rows", flush=True)
                 remove_tree(where.warehouse)
+        upkeep = [
+            UpkeepFigures.measure(store, where, broker_pid, topics["batches"])
+            for store, where in (
+                ("local folder", local.model_copy(update={"warehouse": root / "upkeep"})),
+                ("S3 server", on_s3.model_copy(
+                    update={"warehouse": Location.of(f"s3a://{BUCKET}/upkeep-{tag}")})),
+            )
+        ]  # fmt: skip
     finally:
         delete_topics(local, list(topics.values()))
         remove_tree(root)
-    text, data = report(figures, args.records, args.rounds)
+    text, data = report(figures, upkeep, args.records, args.rounds)
     print(text)
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
