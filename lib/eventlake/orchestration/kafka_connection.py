@@ -33,6 +33,7 @@ from typing import Any, Final
 from pydantic import SecretStr
 
 from eventlake.core.settings import Settings
+from eventlake.orchestration.airflow_connection import find_connection
 from eventlake.orchestration.errors import OrchestrationError
 
 #: The Airflow Kafka provider's default connection, the one eventlake's DAGs read.
@@ -155,28 +156,22 @@ def read_kafka_connection(conn_id: str = KAFKA_CONN_ID) -> KafkaConnection | Non
     """The Kafka settings of the Airflow connection ``conn_id``, or None when it is not
     defined (in the metadata DB, an ``AIRFLOW_CONN_<ID>`` variable or a secrets backend).
 
-    Read with the Kafka provider's hook, as its operators do; Airflow masks the
-    connection's sensitive extra values (``sasl.password``) in task logs as it reads
-    them. Raises :class:`OrchestrationError` when the connection is not of type
-    ``kafka`` or its config cannot reach a Spark job.
+    Read as the Kafka provider's hook reads it (its ``get_connection`` is Airflow's
+    own); Airflow masks the connection's sensitive extra values (``sasl.password``) in
+    task logs as it reads them. Raises :class:`OrchestrationError` when the connection
+    is not of type ``kafka`` or its config cannot reach a Spark job.
 
     Example:
         >>> read_kafka_connection().bootstrap_servers  # AIRFLOW_CONN_KAFKA_DEFAULT set
         'kafka:9094'
     """
-    from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        connection = KafkaBaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
+    connection = find_connection(
+        conn_id,
+        KAFKA_CONN_TYPE,
+        "Kafka settings (the Kafka provider's type, its extra the client config dict)",
+    )
+    if connection is None:
         return None
-    if connection.conn_type != KAFKA_CONN_TYPE:
-        raise OrchestrationError(
-            f"Airflow connection {conn_id!r} is of type {connection.conn_type!r}; eventlake "
-            f"reads Kafka settings from a connection of type {KAFKA_CONN_TYPE!r} (the "
-            "Kafka provider's), its extra the client config dict."
-        )
     # The provider's hooks build their clients from this dict (KafkaBaseHook._build_config
     # adds callables for managed clouds, which no Spark job could use).
     return parse_kafka_config(connection.extra_dejson, conn_id)

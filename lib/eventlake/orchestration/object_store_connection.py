@@ -31,6 +31,7 @@ from pydantic import SecretStr
 
 from eventlake.core.object_store import AWS_CONN_ID, AWS_CONN_TYPE, ObjectStoreSettings
 from eventlake.core.settings import Settings
+from eventlake.orchestration.airflow_connection import find_connection
 from eventlake.orchestration.errors import OrchestrationError
 
 __all__ = ["AWS_CONN_ID", "AWS_CONN_TYPE", "parse_aws_connection", "read_object_store_connection"]
@@ -104,19 +105,14 @@ def read_object_store_connection(conn_id: str = AWS_CONN_ID) -> ObjectStoreSetti
         >>> read_object_store_connection().s3_endpoint  # AIRFLOW_CONN_AWS_DEFAULT set
         'http://object-store:9000'
     """
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        connection = BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
+    connection = find_connection(
+        conn_id,
+        AWS_CONN_TYPE,
+        "the object store (the Amazon provider's type: login and password the keys, its "
+        "extra the endpoint)",
+    )
+    if connection is None:
         return None
-    if connection.conn_type != AWS_CONN_TYPE:
-        raise OrchestrationError(
-            f"Airflow connection {conn_id!r} is of type {connection.conn_type!r}; eventlake "
-            f"reads the object store from a connection of type {AWS_CONN_TYPE!r} (the "
-            "Amazon provider's): login and password the keys, its extra the endpoint."
-        )
     return parse_aws_connection(
         connection.login, connection.password, connection.extra_dejson, conn_id
     )
