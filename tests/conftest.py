@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -177,16 +177,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -group_seconds[_group(item.nodeid)])  # stable
 
 
-def _wait_for_shared_broker(broker: LocalBroker, folder: Path) -> None:
+def _wait_for_shared(
+    what: str,
+    failed: Path,
+    answers: Callable[[], bool],
+    error: type[Exception],
+    log_file: Path,
+) -> None:
+    """Wait until the controller's server ``answers()``; raise ``error`` with the
+    controller's reason when it wrote one into ``failed``, or after the start timeout."""
     deadline = time.monotonic() + BROKER_START_TIMEOUT
     while time.monotonic() < deadline:
-        failed = folder / "broker-failed.txt"
         if failed.exists():
-            raise BrokerError(failed.read_text())
-        if broker.pid() is not None and broker.answers_metadata(timeout=1.0):
+            raise error(failed.read_text())
+        if answers():
             return
-        time.sleep(0.5)
-    raise BrokerError(f"The run's test broker did not come up; see {broker.log_file}.")
+        time.sleep(0.2)
+    raise error(f"The run's test {what} did not come up; see {log_file}.")
 
 
 # -- fixtures -------------------------------------------------------------------------------
@@ -222,7 +229,13 @@ def settings(base_dir: Path, shared_dir: Path | None) -> LocalSettings:
 def broker(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalBroker]:
     local = LocalBroker(settings)
     if shared_dir is not None:
-        _wait_for_shared_broker(local, shared_dir)
+        _wait_for_shared(
+            "broker",
+            shared_dir / "broker-failed.txt",
+            lambda: local.pid() is not None and local.answers_metadata(timeout=1.0),
+            BrokerError,
+            local.log_file,
+        )
         yield local  # the controller stops it after every worker is done
         return
     local.start(timeout=BROKER_START_TIMEOUT)
@@ -235,18 +248,6 @@ def broker(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalBr
     local.stop()
 
 
-def _wait_for_shared_s3_server(server: LocalS3Server, folder: Path) -> None:
-    deadline = time.monotonic() + BROKER_START_TIMEOUT
-    while time.monotonic() < deadline:
-        failed = folder / "s3server-failed.txt"
-        if failed.exists():
-            raise S3ServerError(failed.read_text())
-        if server.pid() is not None and server.answers():
-            return
-        time.sleep(0.2)
-    raise S3ServerError(f"The run's test S3 server did not come up; see {server.log_file}.")
-
-
 @pytest.fixture(scope="session")
 def s3_server(settings: LocalSettings, shared_dir: Path | None) -> Iterator[LocalS3Server]:
     """The run's S3 server, its connection in this process's environment (the store
@@ -256,7 +257,13 @@ def s3_server(settings: LocalSettings, shared_dir: Path | None) -> Iterator[Loca
 
     server = LocalS3Server(settings)
     if shared_dir is not None:
-        _wait_for_shared_s3_server(server, shared_dir)
+        _wait_for_shared(
+            "S3 server",
+            shared_dir / "s3server-failed.txt",
+            lambda: server.pid() is not None and server.answers(),
+            S3ServerError,
+            server.log_file,
+        )
     else:
         server.start()
     os.environ.update(server.environment())
