@@ -17,8 +17,9 @@ conditional commits, not the medium), and runs, round after round:
 * with ``--kdi``, kafka-delta-ingest (a release build with ``--features s3``) landing
   the structured topic into a fresh Delta table on the same S3 server, one writer
   (``AWS_S3_ALLOW_UNSAFE_RENAME``: it has no other safe commit there), ending at the
-  topic's end (``--ends_at_latest_offsets``); its table has the events' fields as
-  columns, made with delta-rs before the run, outside the timing.
+  topic's end (timed to the commit that holds every record: see :func:`kdi_run`); its
+  table has the events' fields as columns, made with delta-rs before the run, outside
+  the timing.
 
 Every figure is the median of the rounds' whole-process seconds; the ratios are S3 over
 local (the cost of object storage) and eventlake over kafka-delta-ingest on S3 (events
@@ -38,6 +39,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -79,6 +81,9 @@ INGEST_S3: Final = "ingest structured, S3 server"
 STATE_LOCAL: Final = "ingest --state keyed, local folder"
 STATE_S3: Final = "ingest --state keyed, S3 server"
 KDI_S3: Final = "kafka-delta-ingest structured, S3 server"
+#: kafka-delta-ingest's flush interval: its last, partial file waits at most this long.
+KDI_LATENCY_SECONDS: Final = 2
+KDI_TIMEOUT_SECONDS: Final = 3600
 #: kafka-delta-ingest's table: the structured events' fields as columns.
 KDI_SCHEMA: Final = pa.schema(
     [
@@ -140,9 +145,16 @@ def eventlake_run(
 
 
 def kdi_run(
-    kdi: Path, settings: Settings, store: dict[str, str], topic: str, table: Location
+    kdi: Path, settings: Settings, store: dict[str, str], topic: str, table: Location, records: int
 ) -> tuple[float, int]:
-    """One kafka-delta-ingest process landing ``topic`` into ``table`` (made first)."""
+    """One kafka-delta-ingest process landing ``topic`` into ``table`` (made first): the
+    seconds from its start to the commit that holds all ``records``, and its rows.
+
+    Its ``--ends_at_latest_offsets`` does not end at the end (c6d42de compares each
+    message's offset with the high watermark, the offset *after* the last record, so a
+    partition ends only at a record produced after the start): the table is watched
+    instead, and the time is that commit's timestamp; then the process is stopped.
+    """
     empty = pa.Table.from_pylist([], schema=KDI_SCHEMA)
     append_to_delta_table(table, empty)
     env = {
@@ -151,28 +163,40 @@ def kdi_run(
         "AWS_S3_ALLOW_UNSAFE_RENAME": "true",  # one writer; no DynamoDB lock here
         "RUST_LOG": "warn",
     }
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [str(kdi), "ingest", topic, str(table).replace("s3a://", "s3://"),
-         "--kafka", settings.bootstrap_servers, "--consumer_group", f"kdi-{uuid.uuid4().hex[:8]}",
-         "--app_id", "kdi-bench", "--auto_offset_reset", "earliest",
-         "--allowed_latency", "5", "--max_messages_per_batch", "100000",
-         "--ends_at_latest_offsets"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        output, _ = process.communicate(timeout=3600)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        raise
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"kafka-delta-ingest exited {process.returncode}: {output[-3000:]}")
-    return seconds, table_rows(table)
+    with tempfile.TemporaryFile("w+") as log:  # its "latency timer expired" lines
+        started = time.time()
+        process = subprocess.Popen(
+            [str(kdi), "ingest", topic, str(table).replace("s3a://", "s3://"),
+             "--kafka", settings.bootstrap_servers,
+             "--consumer_group", f"kdi-{uuid.uuid4().hex[:8]}",
+             "--app_id", "kdi-bench", "--auto_offset_reset", "earliest",
+             "--allowed_latency", str(KDI_LATENCY_SECONDS),
+             "--max_messages_per_batch", "100000"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            while (rows := table_rows(table)) < records:
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(
+                        f"kafka-delta-ingest exited {process.returncode} after {rows} rows: "
+                        f"{log.read()[-3000:]}"
+                    )
+                if time.time() - started > KDI_TIMEOUT_SECONDS:
+                    raise RuntimeError(f"kafka-delta-ingest landed {rows} of {records} in time")
+                time.sleep(0.5)
+            last_commit = open_delta_table(table).history(limit=1)[0]["timestamp"] / 1000
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    return last_commit - started, rows
 
 
 def kdi_store_environment(server: LocalS3Server) -> dict[str, str]:
@@ -256,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                 if job == KDI_S3:
                     assert args.kdi is not None
                     table = Location.of(f"s3a://{BUCKET}/{warehouse_name}/kdi_events")
-                    seconds, rows = kdi_run(args.kdi, local, kdi_env, topics["structured"], table)
+                    seconds, rows = kdi_run(
+                        args.kdi, local, kdi_env, topics["structured"], table, args.records
+                    )
                 else:
                     state = job in (STATE_LOCAL, STATE_S3)
                     topic = topics["keyed" if state else "structured"]
