@@ -258,20 +258,30 @@ def test_a_stream_stopped_past_its_lease_and_resumed_lands_nothing_twice(
     assert "inserted=0 updated=0 deleted=0" in check.stdout, check.stdout + check.stderr
 
 
-#: One host's appends to one table, started together with the other's (``go`` file).
+#: One host's appends to one table, each started together with the other host's (a
+#: barrier of files in ``turns``): both read the table at one version and commit the
+#: next at once, so every append is a race for one version.
 _APPENDS = """
 import sys, time
 from pathlib import Path
 from eventlake.core.settings import load_settings
 from eventlake.spark.session import build_spark_session
-table, host, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+table, host, count, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+hosts = sys.argv[5].split(",")
 spark = build_spark_session(load_settings(), app_name=f"appends-{host}")
 rows = spark.createDataFrame([(host, 0)], "host string, i int")
-print("ready", flush=True)
-while not go.exists():
-    time.sleep(0.05)
-for i in range(count):
-    rows.selectExpr("host", f"{i} AS i").write.format("delta").mode("append").save(table)
+try:
+    for i in range(count):
+        (turns / f"{host}-{i}").touch()
+        # A host that ended (a failed append) no longer holds the others back.
+        while not all(
+            (turns / f"{other}-{i}").exists() or (turns / f"{other}-end").exists()
+            for other in hosts
+        ):
+            time.sleep(0.005)
+        rows.selectExpr("host", f"{i} AS i").write.format("delta").mode("append").save(table)
+finally:
+    (turns / f"{host}-end").touch()
 print("appended", count, flush=True)
 """
 
@@ -283,26 +293,30 @@ def _two_hosts_append(settings: Settings, tmp_path: Path, count: int) -> tuple[L
     # retry (ProtocolChangedException), whatever the store.
     empty = pa.table({"host": pa.array([], pa.string()), "i": pa.array([], pa.int32())})
     append_to_delta_table(warehouse / "races", empty)
-    go = tmp_path / "go"
+    turns = tmp_path / "turns"
+    turns.mkdir()
     hosts = [_host(name, tmp_path, settings, warehouse) for name in ("host-a", "host-b")]
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _APPENDS, table, host.name, str(count), str(go)],
-            env=host.env,
-            cwd=host.folder,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for host in hosts
-    ]
-    for process in processes:  # both sessions built: then they commit at once
-        assert process.stdout is not None
-        while (line := process.stdout.readline()) and line.strip() != "ready":
-            pass
-    go.touch()
-    for process in processes:
-        output = _wait(process, timeout=900)
+    names = ",".join(host.name for host in hosts)
+    # Each host's output to a file: through a pipe nobody reads until the other host is
+    # done, a host blocks on its full pipe while the other waits for it at the barrier.
+    logs = [host.folder / "appends.log" for host in hosts]
+    processes = []
+    for host, log in zip(hosts, logs, strict=True):
+        arguments = [table, host.name, str(count), str(turns), names]
+        with log.open("w") as output:
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _APPENDS, *arguments],
+                    env=host.env,
+                    cwd=host.folder,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+    for process, log in zip(processes, logs, strict=True):
+        process.wait(timeout=900)
+        output = log.read_text()
+        assert process.returncode == 0, _failure(output)
         assert f"appended {count}" in output, output[-2000:]
     return warehouse, int(open_delta_table(warehouse / "races").version())
 
@@ -323,8 +337,8 @@ def _assert_every_commit_kept(warehouse: Location, version: int, count: int) -> 
 def test_two_hosts_committing_to_one_table_keep_every_commit(
     broker: LocalBroker, settings: Settings, s3_server: LocalS3Server, tmp_path: Path
 ) -> None:
-    warehouse, version = _two_hosts_append(settings, tmp_path, 25)
-    _assert_every_commit_kept(warehouse, version, 25)
+    warehouse, version = _two_hosts_append(settings, tmp_path, 40)
+    _assert_every_commit_kept(warehouse, version, 40)
 
 
 @pytest.mark.faults
