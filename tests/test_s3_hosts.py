@@ -337,8 +337,8 @@ def _assert_every_commit_kept(warehouse: Location, version: int, count: int) -> 
 def test_two_hosts_committing_to_one_table_keep_every_commit(
     broker: LocalBroker, settings: Settings, s3_server: LocalS3Server, tmp_path: Path
 ) -> None:
-    warehouse, version = _two_hosts_append(settings, tmp_path, 40)
-    _assert_every_commit_kept(warehouse, version, 40)
+    warehouse, version = _two_hosts_append(settings, tmp_path, 25)
+    _assert_every_commit_kept(warehouse, version, 25)
 
 
 @pytest.mark.faults
