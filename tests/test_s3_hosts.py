@@ -38,6 +38,21 @@ BATCH: Final = 700
 
 
 @dataclass(frozen=True)
+class Started:
+    """A process started on a host and the file that holds its output."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def wait(self, timeout: float = 420) -> str:
+        """Its output once it has ended, asserting that it succeeded."""
+        self.process.wait(timeout=timeout)
+        output = self.log.read_text()
+        assert self.process.returncode == 0, _failure(output)
+        return output
+
+
+@dataclass(frozen=True)
 class Host:
     """One host's environment: its own folders, the shared broker and warehouse."""
 
@@ -47,15 +62,24 @@ class Host:
     #: Its ingest's checkpoint option: one checkpoint takes one run at a time.
     checkpoint: tuple[str, ...] = ()
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "eventlake.cli", *args],
-            env=self.env,
-            cwd=self.folder,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    def start(self, *args: str) -> Started:
+        """``eventlake <args>`` on this host, in the background."""
+        return self.start_python("-m", "eventlake.cli", *args)
+
+    def start_python(self, *args: str) -> Started:
+        """``python <args>`` on this host, its output to a file: through a pipe nobody
+        reads while the test waits for another host, a process blocks once the pipe is
+        full, and with it whatever the other host waits for (a lease, a barrier)."""
+        log = self.folder / f"output-{uuid.uuid4().hex[:8]}.log"
+        with log.open("w") as output:
+            process = subprocess.Popen(
+                [sys.executable, *args],
+                env=self.env,
+                cwd=self.folder,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        return Started(process, log)
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -97,12 +121,6 @@ class Landed:
     hosts: tuple[Host, Host]
 
 
-def _wait(process: subprocess.Popen[str], timeout: float = 420) -> str:
-    output, _ = process.communicate(timeout=timeout)
-    assert process.returncode == 0, _failure(output)
-    return output
-
-
 def _failure(output: str) -> str:
     """The first exception line of a failed host's output and its tail: a JVM stack
     trace's head names the cause, its last lines only Spark's frames."""
@@ -130,7 +148,7 @@ def landed(
         a.start("ingest", "--topic", topic, "--state", *a.checkpoint),
         b.start("ingest", "--topic", topic, "--state", *b.checkpoint),
     ]
-    outputs = [_wait(p) for p in first]
+    outputs = [p.wait() for p in first]
     # Round 2: more records; the host that landed nothing in round 1 (the lease went to
     # the other for every batch) lands them while the other reconciles.
     runs = {run for run in _runs(warehouse)}
@@ -140,7 +158,7 @@ def landed(
         lander.start("ingest", "--topic", topic, "--state", *lander.checkpoint),
         reconciler.start("reconcile", "--topic", topic),
     ]
-    outputs += [_wait(p) for p in second]
+    outputs += [p.wait() for p in second]
     return Landed(warehouse, topic, produced, outputs, (a, b))
 
 
@@ -297,26 +315,12 @@ def _two_hosts_append(settings: Settings, tmp_path: Path, count: int) -> tuple[L
     turns.mkdir()
     hosts = [_host(name, tmp_path, settings, warehouse) for name in ("host-a", "host-b")]
     names = ",".join(host.name for host in hosts)
-    # Each host's output to a file: through a pipe nobody reads until the other host is
-    # done, a host blocks on its full pipe while the other waits for it at the barrier.
-    logs = [host.folder / "appends.log" for host in hosts]
-    processes = []
-    for host, log in zip(hosts, logs, strict=True):
-        arguments = [table, host.name, str(count), str(turns), names]
-        with log.open("w") as output:
-            processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", _APPENDS, *arguments],
-                    env=host.env,
-                    cwd=host.folder,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-    for process, log in zip(processes, logs, strict=True):
-        process.wait(timeout=900)
-        output = log.read_text()
-        assert process.returncode == 0, _failure(output)
+    started = [
+        host.start_python("-c", _APPENDS, table, host.name, str(count), str(turns), names)
+        for host in hosts
+    ]
+    for process in started:
+        output = process.wait(timeout=900)
         assert f"appended {count}" in output, output[-2000:]
     return warehouse, int(open_delta_table(warehouse / "races").version())
 
