@@ -306,16 +306,18 @@ def test_connection_lost_error_tells_an_outage_from_other_failures(
     assert "eventlake broker status" in str(unreachable) and resume in str(unreachable)
 
 
-def test_ingest_and_republish_survive_a_stopped_and_a_killed_broker(
+def test_ingest_and_republish_survive_a_killed_broker(
     own: tuple[LocalBroker, Settings], spark: SparkSession, tmp_path: Path
 ) -> None:
+    # One outage here (the suite's budget); a clean stop, longer outages and one the
+    # jobs give up on are the faults run's.
     broker, client = own
     figures = _bounce_run(
         spark,
         broker,
         client,
         tmp_path / "logs",
-        bounces=[Bounce("stop", down=5), Bounce("kill", down=5)],
+        bounces=[Bounce("kill", down=5)],
         per_bounce=1_500,
         batches=(100, 100),
     )

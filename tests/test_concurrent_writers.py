@@ -34,7 +34,8 @@ from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.ledger.commits import Ledger
 from eventlake.local.broker import LocalBroker
-from eventlake.state.table import record_compaction_risk, recorded_compaction_risk
+from eventlake.state.recorded_risk import recorded_compaction_risk
+from eventlake.state.table import record_compaction_risk
 from eventlake.warehouse.names import state_path
 from eventlake.warehouse.tables import ensure_tables
 from tests.helpers import binary_headers, produce_events, read_table
@@ -215,7 +216,7 @@ def test_a_compaction_risk_recorded_during_a_state_batch_loses_nothing(
     if applied_by == "merge":
         assert "retrying" in output, output[-2000:]
     assert _state(spark, settings, topic_name) == expected_state(first + second)
-    assert recorded_compaction_risk(spark, str(table)) == {"found_at": "test"}
+    assert recorded_compaction_risk(table) == {"found_at": "test"}
 
 
 # The gate's UDF has type hints; PySpark warns that they do not name a pandas UDF type.

@@ -141,7 +141,7 @@ def landed(
     root = tmp_path_factory.mktemp("hosts")
     a, b = (_host(name, root, settings, warehouse) for name in ("host-a", "host-b"))
     topic = f"s3-{uuid.uuid4().hex[:8]}"
-    produced = [produce_samples(settings, topic=topic, count=3000, seed=11)]
+    produced = [produce_samples(settings, topic=topic, count=1500, seed=11)]
     # Round 1: both hosts land the topic with its state table at once, each with a
     # checkpoint of its own (one checkpoint takes one run: the second is refused).
     first = [
@@ -153,7 +153,7 @@ def landed(
     # the other for every batch) lands them while the other reconciles.
     runs = {run for run in _runs(warehouse)}
     lander, reconciler = (b, a) if "host-b" not in runs else (a, b)
-    produced.append(produce_samples(settings, topic=topic, count=1500, seed=12))
+    produced.append(produce_samples(settings, topic=topic, count=700, seed=12))
     second = [
         lander.start("ingest", "--topic", topic, "--state", *lander.checkpoint),
         reconciler.start("reconcile", "--topic", topic),

@@ -30,7 +30,8 @@ from eventlake.core.settings import Settings
 from eventlake.kafka.clients import client_options, make_admin
 from eventlake.kafka.topics import topic_offsets
 from eventlake.ledger.marks import STATE, read_caught_up, read_marks, topic_marks
-from eventlake.state.table import record_compaction_risk, recorded_compaction_risk
+from eventlake.state.recorded_risk import recorded_compaction_risk
+from eventlake.state.table import record_compaction_risk
 from eventlake.warehouse.names import is_delta_table, state_path
 
 TOPIC_CONFIGS = ("cleanup.policy", "delete.retention.ms", "min.compaction.lag.ms")
@@ -140,7 +141,7 @@ def check_compaction(
     # A risk stays with the table once found: the next ingest catches up (and so moves
     # the clock) without repairing the deletes it missed.
     path = str(state_path(settings, topic))
-    recorded = recorded_compaction_risk(spark, path) if exists else None
+    recorded = recorded_compaction_risk(path) if exists else None
     if at_risk and recorded is None:
         recorded = {
             "found_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ms / 1000)),

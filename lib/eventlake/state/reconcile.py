@@ -29,9 +29,10 @@ from eventlake.state.apply import (
     merge_metrics,
     run_fenced,
 )
+from eventlake.state.recorded_risk import recorded_compaction_risk
 from eventlake.state.records import applicable_records, latest_per_key
 from eventlake.state.retry import merge_retried
-from eventlake.state.table import ensure_state_table, recorded_compaction_risk
+from eventlake.state.table import ensure_state_table
 from eventlake.warehouse.delta_log import empty_at
 from eventlake.warehouse.names import COMPACTION_RISK_PROPERTY, delta_path_sql, state_path
 from eventlake.warehouse.tables import MATERIALIZED_SOURCE_CONFS, merge_source
@@ -170,7 +171,7 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
                 )
             # The table now equals the topic: whatever it may have missed is repaired.
             # (Delta commits an UNSET even of a property that is not there.)
-            if recorded_compaction_risk(spark, path) is not None:
+            if recorded_compaction_risk(path) is not None:
                 spark.sql(
                     f"ALTER TABLE {delta_path_sql(path)} UNSET TBLPROPERTIES IF EXISTS "
                     f"('{COMPACTION_RISK_PROPERTY}')"

@@ -6,7 +6,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -22,20 +22,6 @@ def ensure_state_table(spark: SparkSession, settings: Settings, topic: str) -> s
     path = str(state_path(settings, topic))
     ensure_table(spark, path, EVENTS_SCHEMA, change_data_feed=True)
     return path
-
-
-def recorded_compaction_risk(spark: SparkSession, path: str) -> dict[str, Any] | None:
-    """The compaction risk recorded with the state table at ``path`` (None: none).
-
-    Example:
-        >>> recorded_compaction_risk(spark, str(state_path(settings, "customers")))
-        {'found_at': '2026-11-24T05:00:00+00:00', 'next_offsets': {'0': 12}, ...}
-    """
-    from delta.tables import DeltaTable
-
-    detail = DeltaTable.forPath(spark, path).detail().first()
-    text = ((detail["properties"] if detail else None) or {}).get(COMPACTION_RISK_PROPERTY)
-    return cast(dict[str, Any], json.loads(text)) if text else None
 
 
 def record_compaction_risk(spark: SparkSession, path: str, risk: dict[str, Any]) -> None:

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from eventlake.core.settings import Settings
 from eventlake.core.text_table import text_table
 from eventlake.ledger.marks import INGEST, STATE, read_marks
+from eventlake.state.recorded_risk import recorded_compaction_risk
 from eventlake.status.checkpoints import (
     CheckpointStatus,
     PartitionPosition,
@@ -37,9 +37,7 @@ from eventlake.status.checkpoints import (
 )
 from eventlake.status.dq_verdicts import QualityVerdict, last_verdicts
 from eventlake.storage.store import names
-from eventlake.warehouse.delta_log import delta_rs_table
 from eventlake.warehouse.names import (
-    COMPACTION_RISK_PROPERTY,
     EVENTS,
     REJECTS,
     STATE_FOLDER,
@@ -195,13 +193,9 @@ def compaction_risks(settings: Settings, topics: tuple[str, ...] = ()) -> dict[s
         if topics and name not in topics:
             continue
         # None also while a stream is creating the table (its first commit not written).
-        table = delta_rs_table(folder)
-        if table is None:
-            continue
-        configuration = table.metadata().configuration
-        text = configuration.get(COMPACTION_RISK_PROPERTY)
-        if text:
-            risks[folder.name] = json.loads(text)
+        risk = recorded_compaction_risk(folder)
+        if risk is not None:
+            risks[folder.name] = risk
     return risks
 
 
