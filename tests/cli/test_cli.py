@@ -25,6 +25,7 @@ def test_every_command_is_registered_in_order() -> None:
         "broker",
         "airflow",
         "s3-server",
+        "metastore",
     ]
 
 

@@ -29,14 +29,14 @@ import typer
 from typer.main import get_command_name
 from typer.models import CommandInfo
 
-from eventlake.cli import cluster, jobs, local, reports
+from eventlake.cli import catalog, cluster, jobs, local, reports
 from eventlake.cli.common import app, leave_without_collecting, prose
 from eventlake.core.errors import REFUSED_EXIT_CODE, Refused
 from eventlake.core.progress import lines_on_stdout
 from eventlake.core.settings import InvalidSettingError
 from eventlake.runs.stop_signals import stop_while_starting
 
-__all__ = ["app", "cluster", "command", "jobs", "local", "main", "reports"]
+__all__ = ["app", "catalog", "cluster", "command", "jobs", "local", "main", "reports"]
 
 #: The order ``eventlake --help`` lists the commands in, whichever module holds them
 #: (the groups, cluster, broker and airflow, come after them).
@@ -49,6 +49,7 @@ COMMAND_ORDER: Final = (
     "types",
     "query",
     "views",
+    "catalog",
     "samples",
     "republish",
     "check",
@@ -60,7 +61,7 @@ COMMAND_ORDER: Final = (
 #: from their start on (:func:`eventlake.runs.stop_signals.stop_while_starting`).
 STOPPABLE_COMMANDS: Final = frozenset(
     {"ingest", "republish", "check", "reconcile", "maintain", "compaction-check", "query"}
-    | {"types", "views"}
+    | {"types", "views", "catalog"}
 )
 
 

@@ -38,6 +38,11 @@ s3_server_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(s3_server_app, name="s3-server")
+metastore_app = typer.Typer(
+    help="Run the local Hive Metastore (the catalog Spark, spark-sql and Trino share).",
+    no_args_is_help=True,
+)
+app.add_typer(metastore_app, name="metastore")
 
 
 class _Status(Protocol):
@@ -68,7 +73,7 @@ def server_commands(group: typer.Typer, server: Callable[[], _LocalServer], what
         was_running = running.pid() is not None
         try:
             status = running.start(timeout=timeout)
-        except EventlakeError as error:  # BrokerError, S3ServerError: a sentence
+        except EventlakeError as error:  # BrokerError, S3ServerError, MetastoreError
             fail(str(error))
         typer.echo(("already running: " if was_running else "started: ") + status.describe())
 
@@ -110,8 +115,16 @@ def _s3_server() -> _LocalServer:
     return LocalS3Server(load_local_settings())
 
 
+def _metastore() -> _LocalServer:
+    from eventlake.local.metastore import LocalMetastore
+    from eventlake.local.settings import load_local_settings
+
+    return LocalMetastore(load_local_settings())
+
+
 server_commands(broker_app, _broker, "broker")
 server_commands(s3_server_app, _s3_server, "S3 server")
+server_commands(metastore_app, _metastore, "metastore")
 
 
 @app.command()

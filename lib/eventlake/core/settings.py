@@ -110,6 +110,12 @@ class Settings(BaseSettings, ObjectStoreSettings):
         description="Root folder of the Delta tables and streaming checkpoints.",
     )
     spark_master: str = Field(default="local[*]", description="Spark master URL.")
+    metastore_uri: str | None = Field(
+        default=None,
+        description="Hive Metastore the tables are registered in by name (schema "
+        "eventlake), e.g. thrift://127.0.0.1:9083 (eventlake metastore start). Unset: no "
+        "catalog; the tables are read by path.",
+    )
     driver_memory: str = Field(
         default="2g",
         description="Spark driver memory. `ingest --state` of 5M records in one batch peaks at "

@@ -50,6 +50,7 @@ from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resu
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import require_topic_pattern
 from eventlake.state.reconcile import reconcile_state
+from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.delta_log import may_hold_topic
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
@@ -119,6 +120,7 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
     if request.topic_pattern:
         require_topic_pattern(spark, request.topic_pattern)
     ensure_tables(spark, settings)
+    _register(spark, settings)
     at_risk = compaction_warnings(spark, settings, request)
     ledger = Ledger(spark)
     resume = resume_hint(
@@ -135,8 +137,15 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
         for topic, _ in at_risk:
             _log.info(reconcile_state(spark, settings, topic).line())
             summary.reconciled.append(topic)
+    _register(spark, settings)  # the state tables this run made
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _register(spark: SparkSession, settings: Settings) -> None:
+    """The warehouse's new tables by name in the catalog, when there is one."""
+    for name in register_warehouse(spark, settings):
+        _log.info("catalog: registered %s", name)
 
 
 def _run_streaming(

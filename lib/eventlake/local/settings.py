@@ -47,6 +47,14 @@ class LocalSettings(Settings):
         description="Address the local S3 server listens on: 127.0.0.1 unless asked "
         "(docker-compose's object-store service asks for its container network).",
     )
+    metastore_dir: Path = in_project(
+        "var/metastore",
+        description="Database (Derby), log, pid and configuration of the local Hive "
+        "Metastore service (eventlake metastore start).",
+    )
+    metastore_port: int = Field(
+        default=9083, description="Thrift port of the local Hive Metastore service."
+    )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")
     broker_sasl_port: int | None = Field(

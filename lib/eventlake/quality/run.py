@@ -68,6 +68,7 @@ from eventlake.runs.lineage import Assertion, job_run, table_dataset
 from eventlake.runs.stop_signals import StopSignals, cancel_spark_jobs
 from eventlake.spark.rows import local_rows, release
 from eventlake.storage.store import working_copy
+from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.names import DQ_RESULTS, REJECTS, is_delta_table
 from eventlake.warehouse.schemas import REJECTS_SCHEMA
 from eventlake.warehouse.tables import rejected_by_ingest
@@ -120,6 +121,7 @@ def run_checks(
             lineage.row_counts[results] = len(report.results)
     except _CheckStopped as stopped:
         return stopped.report
+    register_warehouse(spark, settings)  # dq_results, after its first run
     return report
 
 

@@ -348,6 +348,11 @@ def spark_conf(
             if option
         ),
     }
+    if settings.metastore_uri:
+        # The session's catalog is the shared Hive Metastore: tables by name for every
+        # engine on it (eventlake.warehouse.catalog registers them).
+        conf["spark.sql.catalogImplementation"] = "hive"
+        conf["spark.hadoop.hive.metastore.uris"] = settings.metastore_uri
     if settings.spark_ui_port is not None:
         conf["spark.ui.port"] = str(settings.spark_ui_port)
     if driver_on_loopback(settings.spark_master):

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from eventlake.binding.decode import CONTEXT_ATTRIBUTES
+from eventlake.warehouse.names import sql_string
 
 #: Columns of every typed view besides the data's fields, in order.
 VIEW_ATTRIBUTES: Final = (*CONTEXT_ATTRIBUTES, "extensions")
@@ -90,16 +91,6 @@ def _variant_path(key: str) -> str | None:
     if _SIMPLE_KEY.match(key):
         return f"$.{key}"
     return None if "'" in key else f"$['{key}']"
-
-
-def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (backslash escapes, Spark's default).
-
-    Example:
-        >>> print(sql_string("it's"))
-        'it\\'s'
-    """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _identifier(name: str) -> str:

@@ -79,6 +79,16 @@ def delta_path_sql(path: LocationLike) -> str:
     return "delta.`" + str(path).replace("`", "``") + "`"
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslash escapes, Spark's default).
+
+    Example:
+        >>> print(sql_string("it's"))
+        'it\\'s'
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def warehouse_tables(settings: Settings) -> list[tuple[str, Location]]:
     """Every Delta table under the warehouse, as (name, path): the top-level tables
     (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.

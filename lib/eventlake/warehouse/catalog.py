@@ -1,0 +1,96 @@
+"""The warehouse's tables by name in a shared catalog (a Hive Metastore), so that Spark,
+``spark-sql``, Trino and BI tools find them without their paths.
+
+Every table stays where it is and what it is: a Delta table at its path, registered as
+an external table (dropping the name never deletes data; delta-rs and others keep
+reading by path). Names: schema :data:`SCHEMA`; ``events``, ``rejects``, ``dq_results``
+as they are; ``state/<topic>`` as ``state_<topic>`` with every character that is not a
+letter, digit or ``_`` as ``_`` (Hive lowercases names).
+
+Registration is idempotent and safe beside other jobs doing the same: a name another
+job registered a moment before is left as it is.
+
+Example:
+    >>> catalog_name("state/demo.orders")
+    'eventlake.state_demo_orders'
+    >>> register_warehouse(spark, settings)       # with settings.metastore_uri set
+    ['eventlake.events', 'eventlake.rejects']
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+from eventlake.core.errors import Refused
+from eventlake.core.settings import Settings
+from eventlake.warehouse.names import STATE_FOLDER, sql_string, warehouse_tables
+
+#: The catalog schema (database) of eventlake's tables.
+SCHEMA: Final = "eventlake"
+#: Errors of a name another writer registered first: the name is there, as asked.
+_ALREADY_THERE: Final = frozenset({"TABLE_OR_VIEW_ALREADY_EXISTS", "SCHEMA_ALREADY_EXISTS"})
+
+
+class CatalogNameClashError(Refused, ValueError):
+    """Two of the warehouse's tables would take one catalog name."""
+
+
+def catalog_name(table: str) -> str:
+    """The catalog name of the warehouse table ``table`` (as
+    :func:`~eventlake.warehouse.names.warehouse_tables` names it).
+
+    Example:
+        >>> catalog_name("events"), catalog_name("state/Orders-v2")
+        ('eventlake.events', 'eventlake.state_orders_v2')
+    """
+    prefix = f"{STATE_FOLDER}/"
+    base = f"state_{table[len(prefix) :]}" if table.startswith(prefix) else table
+    return f"{SCHEMA}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
+
+
+def register_warehouse(spark: SparkSession, settings: Settings) -> list[str]:
+    """Register every table of the warehouse that the catalog does not name yet; the
+    names registered now (none when ``settings.metastore_uri`` is unset).
+
+    Example:
+        >>> register_warehouse(spark, settings)
+        ['eventlake.state_customers']
+    """
+    if not settings.metastore_uri:
+        return []
+    wanted: dict[str, str] = {}
+    for table, path in warehouse_tables(settings):
+        name = catalog_name(table)
+        if name in wanted:
+            raise CatalogNameClashError(
+                f"The tables at {wanted[name]} and {path} would both be named {name} in the "
+                "catalog: rename one topic's state table, or read them by path."
+            )
+        wanted[name] = str(path)
+    _run_tolerating_a_racer(spark, f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    present = {
+        f"{SCHEMA}.{row.tableName}" for row in spark.sql(f"SHOW TABLES IN {SCHEMA}").collect()
+    }
+    added = []
+    for name, location in sorted(wanted.items()):
+        if name in present:
+            continue
+        _run_tolerating_a_racer(
+            spark, f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION {sql_string(location)}"
+        )
+        added.append(name)
+    return added
+
+
+def _run_tolerating_a_racer(spark: SparkSession, statement: str) -> None:
+    """Run a ``... IF NOT EXISTS`` statement; another job making the same at the same
+    moment (the metastore refuses the second) leaves it made, as asked."""
+    try:
+        spark.sql(statement)
+    except AnalysisException as error:
+        if error.getCondition() not in _ALREADY_THERE:
+            raise

@@ -1,0 +1,130 @@
+"""The warehouse's tables by name in a real Hive Metastore (the local service), read by a
+plain ``spark-sql`` that knows only the metastore's address and Delta's jars."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eventlake.core.settings import PROJECT_ROOT
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
+from eventlake.local.broker import LocalBroker
+from eventlake.local.metastore import LocalMetastore, pyspark_jars
+from eventlake.local.settings import LocalSettings
+from eventlake.warehouse.catalog import catalog_name
+from tests.conftest import TEST_BROKER_PORT
+from tests.helpers import binary_headers
+
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+#: The test metastore's port: beside the test broker's and S3 server's.
+METASTORE_PORT = TEST_BROKER_PORT + 4
+
+
+def test_catalog_names_follow_the_warehouse_layout() -> None:
+    assert catalog_name("events") == "eventlake.events"
+    assert catalog_name("dq_results") == "eventlake.dq_results"
+    assert catalog_name("state/demo.Orders-v2") == "eventlake.state_demo_orders_v2"
+
+
+@pytest.fixture(scope="module")
+def metastore(
+    settings: LocalSettings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalMetastore]:
+    service = LocalMetastore(
+        settings.model_copy(
+            update={
+                "metastore_dir": tmp_path_factory.mktemp("metastore"),
+                "metastore_port": METASTORE_PORT,
+            }
+        )
+    )
+    service.start()
+    yield service
+    service.stop()
+
+
+def _eventlake(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "eventlake.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _plain_spark_sql(uri: str, folder: Path, sql: str) -> list[str]:
+    """``spark-sql`` with Delta's jars and the metastore's address only (no eventlake)."""
+    jars = sorted(str(p) for p in (PROJECT_ROOT / "infra/jars/spark").glob("delta-*.jar"))
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(pyspark_jars().parent),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    result = subprocess.run(
+        [
+            str(PROJECT_ROOT / ".venv/bin/spark-sql"),
+            "--jars", ",".join(jars),
+            "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
+            "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
+            "--conf", "spark.sql.catalogImplementation=hive",
+            "--conf", f"spark.hadoop.hive.metastore.uris={uri}",
+            "--conf", f"spark.sql.warehouse.dir={folder / 'spark-sql'}",
+            "--conf", "spark.ui.enabled=false",
+            "-e", sql,
+        ],
+        env=env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.split()
+
+
+def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name(
+    broker: LocalBroker,
+    settings: LocalSettings,
+    metastore: LocalMetastore,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    own = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
+    create_topic(own, topic_name, config={"cleanup.policy": "compact"})
+    records = [(f"k{n % 3}".encode(), b"{}", binary_headers(f"e{n}")) for n in range(7)]
+    produce_all(own, topic_name, [*records, (b"bad", b"x", [("ce_id", b"no-source")])])
+    env = {
+        **os.environ,
+        "EVENTLAKE_WAREHOUSE": str(own.warehouse),
+        "EVENTLAKE_BOOTSTRAP_SERVERS": own.bootstrap_servers,
+        "EVENTLAKE_METASTORE_URI": metastore.uri,
+        "EVENTLAKE_SHUFFLE_PARTITIONS": "2",
+    }
+
+    _eventlake(env, "ingest", "--topic", topic_name, "--state")
+    listed = _eventlake(env, "catalog")
+
+    state = catalog_name(f"state/{topic_name}")
+    for name in ("eventlake.events", "eventlake.rejects", state):
+        assert name in listed, listed
+    assert "registered now" not in listed  # the ingest registered every table it made
+    counts = _plain_spark_sql(
+        metastore.uri,
+        tmp_path,
+        "SELECT count(*) FROM eventlake.events; SELECT count(*) FROM eventlake.rejects; "
+        f"SELECT to_json(sort_array(collect_list(id))) FROM {state};",
+    )
+    assert counts[:2] == ["7", "1"]
+    assert json.loads(counts[2]) == ["e4", "e5", "e6"]  # the latest record of each key
