@@ -182,10 +182,12 @@ test-faults: setup
 stop: venv
 	$(EVENTLAKE) airflow stop
 	$(EVENTLAKE) broker stop
+	$(EVENTLAKE) metastore stop
 	$(EVENTLAKE) s3-server stop
 
 clean:
 	-$(EVENTLAKE) airflow stop
 	-$(EVENTLAKE) broker stop
+	-$(EVENTLAKE) metastore stop
 	-$(EVENTLAKE) s3-server stop
 	rm -rf var

@@ -175,6 +175,7 @@ def demo(
     """
     from eventlake.core.errors import EventlakeError
     from eventlake.local.demo import (
+        BY_NAME_QUERY,
         QUERIES,
         next_steps,
         on_the_local_s3_server,
@@ -183,6 +184,7 @@ def demo(
     from eventlake.local.settings import load_local_settings
     from eventlake.spark.session import build_spark_session
     from eventlake.views.query import register_tables, run_query
+    from eventlake.warehouse.catalog import register_warehouse
 
     settings = load_local_settings()
     try:
@@ -191,9 +193,11 @@ def demo(
         run = run_demo(settings, count=count, keep_ui=keep_ui, say=typer.echo)
     except EventlakeError as error:  # DemoError, LocalAirflowError, S3ServerError
         fail(str(error))
+    settings = settings.model_copy(update={"metastore_uri": run.metastore_uri})
     spark = build_spark_session(settings, app_name="eventlake-demo-queries")
     register_tables(spark, settings)
-    for title, sql in QUERIES:
+    register_warehouse(spark, settings)  # tables of a warehouse landed before the metastore
+    for title, sql in (*QUERIES, BY_NAME_QUERY):
         typer.echo(f"\n== {title}\n{run_query(spark, sql)}")
     typer.echo(f"\nTables: {settings.warehouse}")
     if object_store:

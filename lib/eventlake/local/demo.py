@@ -3,11 +3,13 @@
 1. start the local Kafka broker;
 2. produce a realistic mixed stream to a keyed, compacted topic (binary and structured
    events, several types, updates and tombstones per entity, ~2% invalid records);
-3. start a local Airflow (:mod:`eventlake.local.airflow`) on the project's DAGs, with the
-   topic configured as a state topic and one re-key route;
+3. start the local Hive Metastore (:mod:`eventlake.local.metastore`), where the jobs
+   register the tables by name, and a local Airflow (:mod:`eventlake.local.airflow`) on
+   the project's DAGs, with the topic configured as a state topic and one re-key route;
 4. trigger ``eventlake_ingest``, then ``eventlake_republish`` and ``eventlake_quality``,
    through the REST API as the UI's trigger button does, and wait for each run;
-5. print downstream queries of the Delta tables, the UI address and how to stop.
+5. print downstream queries of the Delta tables (one by its name in the metastore), the
+   UI address and how to stop.
 
 Airflow is stopped at the end unless ``keep_ui`` (``make demo-ui``) leaves it running.
 With ``--object-store`` (``make demo-s3``) the warehouse is on the local S3 server
@@ -29,6 +31,7 @@ from typing import Final
 from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import Location
 from eventlake.local.airflow import LocalAirflow, LocalAirflowError, stop_local_airflow
+from eventlake.local.metastore import LocalMetastore
 from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import LocalSettings
 from eventlake.storage.store import on_object_store
@@ -74,6 +77,14 @@ QUERIES: Final = (
 )
 
 
+#: The demo's query by name: the events table as the metastore names it, which any
+#: Spark or engine on the metastore reads the same way (docs/querying.md).
+BY_NAME_QUERY: Final = (
+    f"events of {DEMO_TOPIC} by name in the metastore (eventlake.events)",
+    f"SELECT count(*) AS events FROM eventlake.events WHERE kafka_topic = '{DEMO_TOPIC}'",
+)
+
+
 #: What the demo's closing lines suggest trying next, as ``(command, what it shows)``:
 #: each command works as printed from a new shell in the checkout (no venv activated;
 #: tests/test_docs_commands.py runs the ``.venv/bin`` ones, the README shows them too).
@@ -97,11 +108,13 @@ def next_steps(url: str, *, keep_ui: bool) -> list[str]:
     steps = [(command, what) for command, what in NEXT_STEPS]
     if keep_ui:
         lines = [f"Airflow UI: {url} (no login: local SimpleAuthManager, every user admin)"]
-        steps.append(("make stop", "stop Airflow and the broker"))
+        steps.append(("make stop", "stop Airflow, the broker and the metastore"))
     else:
-        lines = ["Airflow was stopped; the broker still runs."]
+        lines = ["Airflow was stopped; the broker and the metastore still run."]
         steps.append(("make demo-ui", f"the demo again, leaving the Airflow UI up at {url}"))
-        steps.append(("make stop", "stop the broker (and the S3 server of make demo-s3)"))
+        steps.append(
+            ("make stop", "stop the broker, the metastore (and the S3 server of make demo-s3)")
+        )
     lines.append("Try next, from the checkout in any shell:")
     for command, what in steps:
         lines += [f"  {what}:", f"    {command}"]
@@ -118,6 +131,8 @@ class DemoRun:
 
     url: str
     states: dict[str, str]
+    #: The metastore the jobs registered the tables in.
+    metastore_uri: str
 
 
 def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
@@ -186,8 +201,10 @@ def run_demo(
         f"to {DEMO_TOPIC}"
     )
 
+    metastore = LocalMetastore(settings)
+    step(metastore.start().describe())
     stop_local_airflow(settings.airflow_home)  # a UI left running by an earlier demo
-    extra_env = demo_environment()
+    extra_env = {**demo_environment(), "EVENTLAKE_METASTORE_URI": metastore.uri}
     if on_object_store(settings.warehouse) is not None and settings.s3_endpoint == (
         LocalS3Server(settings).endpoint
     ):
@@ -221,7 +238,7 @@ def run_demo(
             f"DAG runs did not succeed: {failed}; task logs are under "
             f"{airflow.home / 'logs'} (make demo-ui keeps the UI up to look at them)"
         )
-    return DemoRun(url=airflow.url, states=states)
+    return DemoRun(url=airflow.url, states=states, metastore_uri=metastore.uri)
 
 
 def _run(airflow: LocalAirflow, dag_id: str, step: Callable[[str], None]) -> str:
