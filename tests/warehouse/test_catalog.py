@@ -10,15 +10,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from eventlake.core.locations import Location
 from eventlake.core.settings import PROJECT_ROOT
 from eventlake.kafka.clients import produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.local.metastore import LocalMetastore, pyspark_jars
 from eventlake.local.settings import LocalSettings
-from eventlake.warehouse.catalog import catalog_name
+from eventlake.storage.store import append_to_delta_table
+from eventlake.warehouse.catalog import catalog_name, same_location
 from tests.conftest import TEST_BROKER_PORT
 from tests.helpers import binary_headers
 
@@ -28,9 +31,15 @@ METASTORE_PORT = TEST_BROKER_PORT + 4
 
 
 def test_catalog_names_follow_the_warehouse_layout() -> None:
-    assert catalog_name("events") == "eventlake.events"
-    assert catalog_name("dq_results") == "eventlake.dq_results"
-    assert catalog_name("state/demo.Orders-v2") == "eventlake.state_demo_orders_v2"
+    assert catalog_name("events", "eventlake") == "eventlake.events"
+    assert catalog_name("dq_results", "lake") == "lake.dq_results"
+    assert catalog_name("state/demo.Orders-v2", "eventlake") == "eventlake.state_demo_orders_v2"
+
+
+def test_a_catalog_location_names_the_path_it_was_given() -> None:
+    assert same_location("file:/wh/events", "/wh/events")
+    assert same_location("s3a://b/wh/events", "s3a://b/wh/events/")
+    assert not same_location("file:/wh/events", "s3a://b/wh/events")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +59,7 @@ def metastore(
     service.stop()
 
 
-def _eventlake(env: dict[str, str], *args: str) -> str:
+def _eventlake(env: dict[str, str], *args: str, code: int = 0) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "eventlake.cli", *args],
         env=env,
@@ -59,8 +68,8 @@ def _eventlake(env: dict[str, str], *args: str) -> str:
         timeout=300,
         check=False,
     )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    return result.stdout
+    assert result.returncode == code, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
 
 
 def _plain_spark_sql(uri: str, folder: Path, sql: str) -> list[str]:
@@ -116,7 +125,7 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
     _eventlake(env, "ingest", "--topic", topic_name, "--state")
     listed = _eventlake(env, "catalog")
 
-    state = catalog_name(f"state/{topic_name}")
+    state = catalog_name(f"state/{topic_name}", "eventlake")
     for name in ("eventlake.events", "eventlake.rejects", state):
         assert name in listed, listed
     assert "registered now" not in listed  # the ingest registered every table it made
@@ -128,3 +137,11 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
     )
     assert counts[:2] == ["7", "1"]
     assert json.loads(counts[2]) == ["e4", "e5", "e6"]  # the latest record of each key
+
+    # Another warehouse on the same metastore and schema: its events would take the name
+    # the first one's has. Said, not registered over it.
+    other = tmp_path / "other-warehouse"
+    append_to_delta_table(Location.of(other / "events"), pa.table({"id": ["x"]}))
+    said = _eventlake({**env, "EVENTLAKE_WAREHOUSE": str(other)}, "catalog", code=1)
+    assert f"registered for file:{own.warehouse}/events" in said, said
+    assert "EVENTLAKE_METASTORE_SCHEMA" in said and "Traceback" not in said

@@ -26,10 +26,17 @@ from eventlake.core.text_table import text_table
 @app.command("catalog")
 def catalog_command(warehouse: WarehouseOption = None) -> None:
     """Register the warehouse's tables that the metastore (EVENTLAKE_METASTORE_URI) does
-    not name yet, as external Delta tables in schema eventlake (jobs register the tables
-    they make; this catches up), and print every table's name and path."""
+    not name yet, as external Delta tables in schema EVENTLAKE_METASTORE_SCHEMA (jobs
+    register the tables they make; this catches up), and print every table's name and
+    path. Exit 1 when a name is registered for another path (another warehouse's table):
+    give this warehouse a schema of its own."""
     from eventlake.spark.session import build_spark_session
-    from eventlake.warehouse.catalog import catalog_name, register_warehouse
+    from eventlake.warehouse.catalog import (
+        catalog_name,
+        register_warehouse,
+        registered_location,
+        same_location,
+    )
     from eventlake.warehouse.names import warehouse_tables
 
     settings = job_settings(warehouse=warehouse)
@@ -45,10 +52,24 @@ def catalog_command(warehouse: WarehouseOption = None) -> None:
     with refused():
         spark = build_spark_session(settings, app_name="eventlake-catalog")
     after_stop = "the names registered so far stay; run it again for the rest"
+    rows, elsewhere = [], []
     with refused(), stopped_with_a_line(spark, "catalog", after_stop):
         added = set(register_warehouse(spark, settings))
-    rows = [
-        [catalog_name(table), str(path), "registered now" if catalog_name(table) in added else ""]
-        for table, path in tables
-    ]
+        for table, path in tables:
+            name = catalog_name(table, settings.metastore_schema)
+            registered = registered_location(spark, name) or ""
+            if name in added:
+                note = "registered now"
+            elif same_location(registered, str(path)):
+                note = ""
+            else:
+                note = f"registered for {registered}"
+                elsewhere.append(name)
+            rows.append([name, str(path), note])
     typer.echo("\n".join(text_table(["name", "path", ""], rows)))
+    if elsewhere:
+        fail(
+            f"{', '.join(elsewhere)} name another warehouse's tables in this metastore: set "
+            "EVENTLAKE_METASTORE_SCHEMA to a schema of this warehouse's own (or drop those "
+            "names: dropping an external table deletes no data)."
+        )

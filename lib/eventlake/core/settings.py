@@ -116,6 +116,12 @@ class Settings(BaseSettings, ObjectStoreSettings):
         "eventlake), e.g. thrift://127.0.0.1:9083 (eventlake metastore start). Unset: no "
         "catalog; the tables are read by path.",
     )
+    metastore_schema: str = Field(
+        default="eventlake",
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="The metastore schema (database) of this warehouse's tables: one per "
+        "warehouse when several share a metastore.",
+    )
     driver_memory: str = Field(
         default="2g",
         description="Spark driver memory. `ingest --state` of 5M records in one batch peaks at "

@@ -18,7 +18,7 @@ from typing import Final
 
 from eventlake.core.driver_work import DriverWork
 from eventlake.core.errors import Refused
-from eventlake.core.locations import Location
+from eventlake.core.locations import Location, LocationLike
 from eventlake.core.settings import Settings
 from eventlake.spark.auth import auth_conf
 from eventlake.spark.class_archive import archive_java_option, dump_java_option
@@ -297,6 +297,23 @@ def derby_home(settings: Settings) -> Path:
     return Path(tempfile.gettempdir()) / "eventlake-derby"
 
 
+def spark_sql_warehouse(settings: Settings) -> LocationLike:
+    """Spark's own warehouse folder (managed tables, a new schema's default location; the
+    tables eventlake writes are elsewhere): in the warehouse, but for a warehouse on an
+    object store with a metastore, a local folder. The metastore makes a schema's folder
+    itself, and one that cannot reach the object store (Hive's 2.3 without S3A) refuses
+    a schema there.
+
+    Example:
+        >>> spark_sql_warehouse(load_settings(warehouse="/srv/wh"))
+        Location('/srv/wh/_spark_sql')
+    """
+    warehouse = Location.of(settings.warehouse)
+    if settings.metastore_uri and not warehouse.is_local:
+        return (Path(tempfile.gettempdir()) / "eventlake-spark-sql").as_uri()
+    return warehouse / "_spark_sql"
+
+
 def spark_conf(
     settings: Settings, *, ui: bool = False, work: DriverWork = DriverWork.GENERAL
 ) -> dict[str, str]:
@@ -335,7 +352,7 @@ def spark_conf(
         # wherever Spark prints options or plans.
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         # Keep the Derby metastore and spark-warehouse out of the working directory.
-        "spark.sql.warehouse.dir": str(settings.warehouse / "_spark_sql"),
+        "spark.sql.warehouse.dir": str(spark_sql_warehouse(settings)),
         **s3a_conf(settings),
         "spark.driver.extraJavaOptions": " ".join(
             option

@@ -3,7 +3,8 @@
 
 Every table stays where it is and what it is: a Delta table at its path, registered as
 an external table (dropping the name never deletes data; delta-rs and others keep
-reading by path). Names: schema :data:`SCHEMA`; ``events``, ``rejects``, ``dq_results``
+reading by path). Names: schema ``settings.metastore_schema`` (``eventlake``, one per
+warehouse when several share a metastore); ``events``, ``rejects``, ``dq_results``
 as they are; ``state/<topic>`` as ``state_<topic>`` with every character that is not a
 letter, digit or ``_`` as ``_`` (Hive lowercases names).
 
@@ -11,7 +12,7 @@ Registration is idempotent and safe beside other jobs doing the same: a name ano
 job registered a moment before is left as it is.
 
 Example:
-    >>> catalog_name("state/demo.orders")
+    >>> catalog_name("state/demo.orders", "eventlake")
     'eventlake.state_demo_orders'
     >>> register_warehouse(spark, settings)       # with settings.metastore_uri set
     ['eventlake.events', 'eventlake.rejects']
@@ -29,8 +30,6 @@ from eventlake.core.errors import Refused
 from eventlake.core.settings import Settings
 from eventlake.warehouse.names import STATE_FOLDER, sql_string, warehouse_tables
 
-#: The catalog schema (database) of eventlake's tables.
-SCHEMA: Final = "eventlake"
 #: Errors of a name another writer registered first: the name is there, as asked.
 _ALREADY_THERE: Final = frozenset({"TABLE_OR_VIEW_ALREADY_EXISTS", "SCHEMA_ALREADY_EXISTS"})
 
@@ -39,17 +38,17 @@ class CatalogNameClashError(Refused, ValueError):
     """Two of the warehouse's tables would take one catalog name."""
 
 
-def catalog_name(table: str) -> str:
-    """The catalog name of the warehouse table ``table`` (as
+def catalog_name(table: str, schema: str) -> str:
+    """The catalog name in ``schema`` of the warehouse table ``table`` (as
     :func:`~eventlake.warehouse.names.warehouse_tables` names it).
 
     Example:
-        >>> catalog_name("events"), catalog_name("state/Orders-v2")
+        >>> catalog_name("events", "eventlake"), catalog_name("state/Orders-v2", "eventlake")
         ('eventlake.events', 'eventlake.state_orders_v2')
     """
     prefix = f"{STATE_FOLDER}/"
     base = f"state_{table[len(prefix) :]}" if table.startswith(prefix) else table
-    return f"{SCHEMA}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
+    return f"{schema}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
 
 
 def register_warehouse(spark: SparkSession, settings: Settings) -> list[str]:
@@ -64,17 +63,17 @@ def register_warehouse(spark: SparkSession, settings: Settings) -> list[str]:
         return []
     wanted: dict[str, str] = {}
     for table, path in warehouse_tables(settings):
-        name = catalog_name(table)
+        name = catalog_name(table, settings.metastore_schema)
         if name in wanted:
             raise CatalogNameClashError(
                 f"The tables at {wanted[name]} and {path} would both be named {name} in the "
                 "catalog: rename one topic's state table, or read them by path."
             )
         wanted[name] = str(path)
-    _run_tolerating_a_racer(spark, f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-    present = {
-        f"{SCHEMA}.{row.tableName}" for row in spark.sql(f"SHOW TABLES IN {SCHEMA}").collect()
-    }
+    schema = settings.metastore_schema
+    _run_tolerating_a_racer(spark, f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    listed = spark.sql(f"SHOW TABLES IN {schema}").collect()
+    present = {f"{schema}.{row.tableName}" for row in listed}
     added = []
     for name, location in sorted(wanted.items()):
         if name in present:
@@ -94,3 +93,30 @@ def _run_tolerating_a_racer(spark: SparkSession, statement: str) -> None:
     except AnalysisException as error:
         if error.getCondition() not in _ALREADY_THERE:
             raise
+
+
+def registered_location(spark: SparkSession, name: str) -> str | None:
+    """Where the catalog's table ``name`` is (its ``Location``), None when it has none.
+    Reads the table's Delta log too: for a check now and then, not every run.
+
+    Example:
+        >>> registered_location(spark, "eventlake.events")
+        'file:/work/var/warehouse/events'
+    """
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    return next((str(row.data_type) for row in rows if row.col_name == "Location"), None)
+
+
+def same_location(registered: str, path: str) -> bool:
+    """Whether a catalog ``Location`` and a warehouse path name one folder (the catalog
+    says ``file:/wh/events`` for ``/wh/events``).
+
+    Example:
+        >>> same_location("file:/wh/events", "/wh/events")
+        True
+    """
+
+    def plain(where: str) -> str:
+        return where.removeprefix("file://").removeprefix("file:").rstrip("/")
+
+    return plain(registered) == plain(path)
