@@ -112,15 +112,13 @@ class Settings(BaseSettings, ObjectStoreSettings):
     spark_master: str = Field(default="local[*]", description="Spark master URL.")
     metastore_uri: str | None = Field(
         default=None,
-        description="Hive Metastore the tables are registered in by name (schema "
-        "eventlake), e.g. thrift://127.0.0.1:9083 (eventlake metastore start). Unset: no "
-        "catalog; the tables are read by path.",
+        description="Hive Metastore that names the tables, e.g. thrift://127.0.0.1:9083 "
+        "(eventlake metastore start). Unset: no catalog; the tables are read by path.",
     )
     metastore_schema: str = Field(
         default="eventlake",
         pattern=r"^[a-z][a-z0-9_]*$",
-        description="The metastore schema (database) of this warehouse's tables: one per "
-        "warehouse when several share a metastore.",
+        description="The metastore schema of this warehouse's tables (one per warehouse).",
     )
     driver_memory: str = Field(
         default="2g",
@@ -154,12 +152,8 @@ class Settings(BaseSettings, ObjectStoreSettings):
         "run without a UI (one less server per driver on a small machine).",
     )
     # Read only on a cluster (a spark:// master); a local master runs in the driver.
-    executor_memory: str = Field(
-        default="1g", description="spark.executor.memory on a spark:// master."
-    )
-    executor_cores: PositiveInt = Field(
-        default=1, description="spark.executor.cores on a spark:// master."
-    )
+    executor_memory: str = Field(default="1g", description="spark.executor.memory (spark://).")
+    executor_cores: PositiveInt = Field(default=1, description="spark.executor.cores (spark://).")
     cores_max: PositiveInt | None = Field(
         default=None,
         description="spark.cores.max on a spark:// master (unset: every free core, one "
