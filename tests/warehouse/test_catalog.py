@@ -145,3 +145,34 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
     said = _eventlake({**env, "EVENTLAKE_WAREHOUSE": str(other)}, "catalog", code=1)
     assert f"registered for file:{own.warehouse}/events" in said, said
     assert "EVENTLAKE_METASTORE_SCHEMA" in said and "Traceback" not in said
+
+
+def test_two_jobs_registering_one_warehouse_at_once_both_succeed(
+    metastore: LocalMetastore, settings: LocalSettings, tmp_path: Path
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    for table in ("events", "rejects", "state/orders"):
+        append_to_delta_table(Location.of(warehouse / table), pa.table({"id": ["x"]}))
+    env = {
+        **os.environ,
+        "EVENTLAKE_WAREHOUSE": str(warehouse),
+        "EVENTLAKE_METASTORE_URI": metastore.uri,
+        "EVENTLAKE_METASTORE_SCHEMA": "raced",  # new: both create the schema, then tables
+    }
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "eventlake.cli", "catalog"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [racer.communicate(timeout=300)[0] for racer in racers]
+
+    assert [racer.returncode for racer in racers] == [0, 0], "\n---\n".join(outputs)
+    listed = _eventlake(env, "catalog")
+    for name in ("raced.events", "raced.rejects", "raced.state_orders"):
+        assert name in listed, listed
+    assert "registered now" not in listed and "registered for" not in listed, listed
