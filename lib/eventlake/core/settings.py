@@ -127,9 +127,8 @@ class Settings(BaseSettings, ObjectStoreSettings):
     )
     quality_driver_memory: str = Field(
         default="768m",
-        description="Spark driver memory of the quality check (eventlake check, the "
-        "quality DAG): its checks aggregate over the table; over 5M events 768m peaked at "
-        "1.3-1.4 GB against 1.7-2.1 GB with 2g, ~4% slower (docs/benchmarks.md).",
+        description="Spark driver memory of the quality check: over 5M events 768m peaked "
+        "at 1.3-1.4 GB against 1.7-2.1 GB with 2g, ~4% slower (docs/benchmarks.md).",
     )
     driver_java_options: str | None = Field(
         default=None,
@@ -156,8 +155,7 @@ class Settings(BaseSettings, ObjectStoreSettings):
     executor_cores: PositiveInt = Field(default=1, description="spark.executor.cores (spark://).")
     cores_max: PositiveInt | None = Field(
         default=None,
-        description="spark.cores.max on a spark:// master (unset: every free core, one "
-        "executor per executor_cores).",
+        description="spark.cores.max on a spark:// master (unset: every free core).",
     )
     # A standalone cluster's RPC (the driver, master, workers and executors) is
     # authenticated and encrypted with one shared secret (eventlake.spark.auth).
@@ -206,14 +204,12 @@ class Settings(BaseSettings, ObjectStoreSettings):
     )
     kafka_fetch_wait_ms: NonNegativeInt = Field(
         default=20,
-        description="How long a Spark Kafka read waits at the end of a partition for more "
-        "records (the Java client's fetch.max.wait.ms). Kafka's default, 500 ms, made "
+        description="A Spark Kafka read's fetch.max.wait.ms. Kafka's default, 500 ms, made "
         "every small micro-batch and every read of a short range wait that long.",
     )
     kafka_producer_batch_bytes: PositiveInt = Field(
         default=262144,
-        description="The largest batch of records per partition that republish's Kafka "
-        "producer sends in one request (the Java client's batch.size). The Java default, "
+        description="Republish's producer batch.size per partition. The Java default, "
         "16 KB, sent ~1 KB events 15 at a time: a copy of 1M of them spent twice the "
         "broker's CPU and 1.4 times the seconds (docs/benchmarks.md).",
     )
@@ -271,16 +267,22 @@ class Settings(BaseSettings, ObjectStoreSettings):
     )
     type_sample_hours: PositiveFloat = Field(
         default=1.0,
-        description="How much of each event type's newest data (hours of Kafka time before "
-        "its last event) the typed views infer their columns from.",
+        description="Hours of each event type's newest data the typed views infer from.",
+    )
+    typed_tables: bool = Field(
+        default=True,
+        description="Ingest keeps a typed table per event type (typed/<type>) current.",
+    )
+    typed_interval_seconds: NonNegativeFloat = Field(
+        default=60.0,
+        description="Seconds between two typed-table steps of a stream (0: every batch).",
     )
     # The URI is taken from event data: fetching it would let any producer make the
     # query host send requests into its network (SSRF). file: dataschemas are read always.
     fetch_dataschemas: bool = Field(
         default=False,
-        description="The typed views read an http(s) dataschema of an event type (its "
-        "newest event's) for their columns; off: only file: dataschemas are read, the "
-        "others' columns are inferred from the data.",
+        description="Typed views and tables read an event type's http(s) dataschema too "
+        "(off: file: ones only; the others' columns are inferred from the data).",
     )
     # Validated by eventlake.quality.config.load_quality_config when a check starts.
     quality: dict[str, Any] = Field(

@@ -50,6 +50,7 @@ from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resu
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import require_topic_pattern
 from eventlake.state.reconcile import reconcile_state
+from eventlake.typed.step import TypedCadence, typed_step
 from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.delta_log import may_hold_topic
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
@@ -238,6 +239,7 @@ def _stream(
     summary = IngestSummary()
 
     backlog = StateBacklog(settings.state_interval_seconds)
+    typed = TypedCadence(settings.typed_interval_seconds)
     note = claimed.folder.name
     lease_job = f"ingest {note}"
 
@@ -273,6 +275,11 @@ def _stream(
                     summary.add_state(
                         apply_backlog(spark, settings, request, ledger, backlog, note, batch)
                     )
+            if result.located:
+                typed.landed(topics)
+            if typed.due():
+                typed_step(spark, settings, ledger, topics, note=note, batch_id=batch_id)
+                typed.stepped()
         return result.counts
 
     def apply_waiting(*, due_only: bool) -> None:
@@ -283,13 +290,18 @@ def _stream(
         # run, whose state step starts from the state marks).
         if not backlog.lock.acquire(blocking=False):
             return
+        topics = backlog.topics()
         try:
             if backlog.batches and (backlog.due() or not due_only):
-                topics = backlog.topics()
                 with ledger.leases(settings.warehouse, topics, job=lease_job, wait_seconds=0):
                     summary.add_state(
                         apply_backlog(spark, settings, request, ledger, backlog, note)
                     )
+            if typed.due() or (typed.pending and not due_only):
+                topics = sorted(typed.topics)
+                with ledger.leases(settings.warehouse, topics, job=lease_job, wait_seconds=0):
+                    typed_step(spark, settings, ledger, topics, note=note)
+                typed.stepped()
         except LeaseTimeoutError as held:
             if not due_only:
                 _log.info(
@@ -360,6 +372,8 @@ def _land_range(
                 f"ingest: nothing to land: the tables hold {request.source_description} "
                 "up to the ending offsets"
             )
+            # What another run landed without them (typed tables off there, or a crash).
+            typed_step(spark, settings, ledger, list(partitions), note="bounded run")
             return
         # --dedup holds each batch's records on local disk: a long range lands in pieces.
         pieces = (
@@ -390,3 +404,4 @@ def _land_range(
                 summary.warnings.append(warning)
             if len(pieces) > 1:
                 _log.info(f"ingest: bounded run, piece {number} of {len(pieces)} done")
+        typed_step(spark, settings, ledger, list(partitions), note="bounded run")

@@ -26,6 +26,11 @@ INGEST: Final = "ingest"
 STATE: Final = "state"
 
 
+#: The typed tables' marks (:mod:`eventlake.typed.step`): the events below them are in
+#: the table, or not of its type.
+TYPED: Final = "typed"
+
+
 #: Key of the state table's compaction-risk clock: ``eventlake/state-caught-up/<topic>``.
 CAUGHT_UP: Final = "state-caught-up"
 

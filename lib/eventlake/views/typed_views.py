@@ -56,15 +56,25 @@ def widened(field_type: str) -> str:
     return field_type if decimal is None else f"DECIMAL(38,{decimal.group(2)})"
 
 
+def type_slug(event_type: str) -> str:
+    """``event_type`` in lowercase with every run of other characters than letters and
+    digits as one ``_``: the typed view's and the typed table's name after its prefix.
+
+    Example:
+        >>> type_slug("com.example.Order-Paid")
+        'com_example_order_paid'
+    """
+    return re.sub(r"[^a-z0-9]+", "_", event_type.lower()).strip("_") or "_"
+
+
 def view_name(event_type: str) -> str:
-    """The typed view's name of ``event_type``: ``type_`` and the type in lowercase with
-    every run of other characters than letters and digits as one ``_``.
+    """The typed view's name of ``event_type``: ``type_`` and :func:`type_slug`.
 
     Example:
         >>> view_name("com.example.Order-Paid")
         'type_com_example_order_paid'
     """
-    return VIEW_PREFIX + (re.sub(r"[^a-z0-9]+", "_", event_type.lower()).strip("_") or "_")
+    return VIEW_PREFIX + type_slug(event_type)
 
 
 def view_names(event_types: list[str]) -> dict[str, str]:
@@ -85,7 +95,7 @@ def view_names(event_types: list[str]) -> dict[str, str]:
     return names
 
 
-def _variant_path(key: str) -> str | None:
+def variant_path(key: str) -> str | None:
     """The JSON path of a top-level field, for ``try_variant_get``; None when the name
     cannot be written as one (a quote in it)."""
     if _SIMPLE_KEY.match(key):
@@ -93,7 +103,40 @@ def _variant_path(key: str) -> str | None:
     return None if "'" in key else f"$['{key}']"
 
 
-def _identifier(name: str) -> str:
+def is_scalar(field_type: str) -> bool:
+    """Whether a field's inferred type is read as itself (else: VARIANT in a view, JSON
+    text in a typed table).
+
+    Example:
+        >>> is_scalar("DECIMAL(38,2)"), is_scalar("OBJECT<a: BIGINT>")
+        (True, False)
+    """
+    return bool(_SCALAR_TYPE.match(field_type))
+
+
+def field_column(key: str, taken: set[str]) -> str:
+    """The column name of the data field ``key`` beside the names ``taken`` (lowercase;
+    the name is added to them): the key, or ``data_<key>`` when a column of that name
+    (ignoring case) is taken, e.g. by an attribute.
+
+    Example:
+        >>> field_column("id", {"id", "source"})
+        'data_id'
+    """
+    name = key
+    while name.lower() in taken:
+        name = f"data_{name}"
+    taken.add(name.lower())
+    return name
+
+
+def identifier(name: str) -> str:
+    """``name`` quoted as a SQL identifier.
+
+    Example:
+        >>> identifier("a`b")
+        '`a``b`'
+    """
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -109,21 +152,18 @@ def view_columns(fields: dict[str, str]) -> list[str]:
         "try_variant_get(data_json, '$.amount', 'decimal(38,2)') AS `amount`"
     """
     taken = {name.lower() for name in (*VIEW_ATTRIBUTES, *VIEW_KAFKA_COLUMNS, "data_json")}
-    columns = [_identifier(name) for name in VIEW_ATTRIBUTES]
+    columns = [identifier(name) for name in VIEW_ATTRIBUTES]
     for key, field_type in fields.items():
-        path = _variant_path(key)
+        path = variant_path(key)
         if path is None:
             continue
-        target = field_type.lower() if _SCALAR_TYPE.match(field_type) else "variant"
-        name = key
-        while name.lower() in taken:
-            name = f"data_{name}"
-        taken.add(name.lower())
+        target = field_type.lower() if is_scalar(field_type) else "variant"
+        name = field_column(key, taken)
         columns.append(
             f"try_variant_get(data_json, {sql_string(path)}, {sql_string(target)})"
-            f" AS {_identifier(name)}"
+            f" AS {identifier(name)}"
         )
-    return [*columns, "data_json", *[_identifier(name) for name in VIEW_KAFKA_COLUMNS]]
+    return [*columns, "data_json", *[identifier(name) for name in VIEW_KAFKA_COLUMNS]]
 
 
 def typed_view(events: DataFrame, event_type: str, fields: dict[str, str]) -> DataFrame:

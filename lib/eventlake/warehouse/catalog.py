@@ -5,7 +5,8 @@ Every table stays where it is and what it is: a Delta table at its path, registe
 an external table (dropping the name never deletes data; delta-rs and others keep
 reading by path). Names: schema ``settings.metastore_schema`` (``eventlake``, one per
 warehouse when several share a metastore); ``events``, ``rejects``, ``dq_results``
-as they are; ``state/<topic>`` as ``state_<topic>`` with every character that is not a
+as they are; ``state/<topic>`` as ``state_<topic>`` and ``typed/<type>`` as
+``typed_<type>``, with every character that is not a
 letter, digit or ``_`` as ``_`` (Hive lowercases names).
 
 Registration is idempotent and safe beside other jobs doing the same: a name another
@@ -29,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from eventlake.core.errors import Refused
 from eventlake.core.settings import Settings
-from eventlake.warehouse.names import STATE_FOLDER, sql_string, warehouse_tables
+from eventlake.warehouse.names import STATE_FOLDER, TYPED_FOLDER, sql_string, warehouse_tables
 
 
 class CatalogNameClashError(Refused, ValueError):
@@ -44,8 +45,8 @@ def catalog_name(table: str, schema: str) -> str:
         >>> catalog_name("events", "eventlake"), catalog_name("state/Orders-v2", "eventlake")
         ('eventlake.events', 'eventlake.state_orders_v2')
     """
-    prefix = f"{STATE_FOLDER}/"
-    base = f"state_{table[len(prefix) :]}" if table.startswith(prefix) else table
+    folder, _, rest = table.partition("/")
+    base = f"{folder}_{rest}" if rest and folder in (STATE_FOLDER, TYPED_FOLDER) else table
     return f"{schema}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
 
 

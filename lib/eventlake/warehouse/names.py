@@ -35,6 +35,11 @@ DQ_RESULTS = "dq_results"
 STATE_FOLDER: Final = "state"
 
 
+#: Folder of the typed tables under the warehouse: ``typed/<type>``, one per event type
+#: (:mod:`eventlake.typed`).
+TYPED_FOLDER: Final = "typed"
+
+
 #: ``rejected_by`` of the ingest job's rejects; republish writes ``republish:<target>``.
 INGEST_JOB: Final = "ingest"
 
@@ -91,17 +96,22 @@ def sql_string(text: str) -> str:
 
 def warehouse_tables(settings: Settings) -> list[tuple[str, Location]]:
     """Every Delta table under the warehouse, as (name, path): the top-level tables
-    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` sorted.
+    (``events``, ``rejects``, ``dq_results``, ...) sorted, then ``state/<topic>`` and
+    ``typed/<type>`` sorted.
     Folders starting with ``_`` (checkpoints, Spark's own) are not tables, nor is one
     whose first commit is still being written (:func:`is_delta_table`).
 
     Example:
         >>> [name for name, _ in warehouse_tables(settings)]
-        ['events', 'rejects', 'state/customers']
+        ['events', 'rejects', 'state/customers', 'typed/com_example_order_paid']
     """
     root = settings.warehouse
     found: list[tuple[str, Location]] = []
-    for folder, prefix in ((root, ""), (root / STATE_FOLDER, f"{STATE_FOLDER}/")):
+    for folder, prefix in (
+        (root, ""),
+        (root / STATE_FOLDER, f"{STATE_FOLDER}/"),
+        (root / TYPED_FOLDER, f"{TYPED_FOLDER}/"),
+    ):
         for name in names(folder):
             path = folder / name
             if name.startswith("_") or not is_delta_table(path):

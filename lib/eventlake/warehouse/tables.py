@@ -190,7 +190,12 @@ CHECKPOINT_INTERVAL: Final = 100
 
 
 def ensure_table(
-    spark: SparkSession, path: str, schema: StructType, *, change_data_feed: bool = False
+    spark: SparkSession,
+    path: str,
+    schema: StructType,
+    *,
+    change_data_feed: bool = False,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the Delta table at ``path`` when it does not exist yet (a checkpoint every
     :data:`CHECKPOINT_INTERVAL` commits); add the columns of ``schema`` that a table made
@@ -198,7 +203,8 @@ def ensure_table(
 
     Safe against another writer creating the same table at the same moment (the ingest
     DAG's mapped tasks, one per topic, on a fresh warehouse): the loser of that race
-    tries again and finds the table there.
+    tries again and finds the table there. ``properties``: table properties a new table
+    gets (a table that exists keeps its own).
 
     Example:
         >>> ensure_table(spark, str(settings.table_path(REJECTS)), REJECTS_SCHEMA)
@@ -213,14 +219,16 @@ def ensure_table(
 
     def ensure() -> None:
         try:
-            table = (
+            builder = (
                 DeltaTable.createIfNotExists(spark)
                 .location(path)
                 .addColumns(schema)
                 .property("delta.enableChangeDataFeed", str(change_data_feed).lower())
                 .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL))
-                .execute()
             )
+            for key, value in (properties or {}).items():
+                builder = builder.property(key, value)
+            table = builder.execute()
         except AnalysisException as error:
             if error.getCondition() not in _CREATION_RACE_CONDITIONS:
                 raise

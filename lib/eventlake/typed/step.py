@@ -1,0 +1,297 @@
+"""The typed tables kept current from ``events``, exactly once: each typed table holds
+ledger marks of its own (job ``typed``, per topic and partition: the events below them
+are in it, or not of its type), moved in the commit that adds its rows.
+
+One step, for some topics: the events table as of one version (and its ingest marks,
+the step's ends); the events above the lowest typed mark of each partition, read once
+per type; each type's rows above its table's own marks, committed with the marks moved
+to the ends. A type seen for the first time gets its table, a field seen for the first
+time a column (schema evolution), both before the rows' commit. Every table that holds
+marks for these topics moves them, with no rows when it has none: so a quiet type never
+holds the next step back.
+
+Why exactly once: a commit is refused when another process moved the same table's marks
+since this one read them (:class:`eventlake.ledger.commits.LedgerMovedError`; the step
+runs again from the new marks), and a crash between two types' commits leaves the
+committed ones' marks moved, so the next step skips their rows. No event lands below a
+partition's ingest mark later (:mod:`eventlake.ingest.batch`), so a type first seen above
+the lowest typed mark has no event below it.
+
+Example:
+    >>> update_typed_tables(spark, settings, ledger, ["orders"], note="batch 7").line()
+    'typed: com.example.order.paid +120, com.example.order.shipped +80 (new table)'
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Final
+
+from pyspark.sql import Observation, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.core.errors import TryAgainLater
+from eventlake.core.locations import Location
+from eventlake.core.progress import progress_log
+from eventlake.core.settings import Settings
+from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
+from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
+from eventlake.typed.tables import (
+    EVENT_TYPE_PROPERTY,
+    add_columns_sql,
+    added_fields,
+    new_table_path,
+    row_columns,
+    table_event_type,
+    typed_schema,
+    typed_tables,
+)
+from eventlake.views.event_types import type_columns
+from eventlake.warehouse.catalog import register_warehouse
+from eventlake.warehouse.conflicts import retry_conflicts
+from eventlake.warehouse.names import EVENTS, delta_path_sql
+from eventlake.warehouse.tables import ensure_table, table_schema
+
+_log = progress_log(__name__)
+
+#: Hours of Kafka time a step's inference samples (all of its events: a backfill's too).
+_ALL_HOURS: Final = 24.0 * 366 * 100
+
+
+class TypedTableTakenError(TryAgainLater, RuntimeError):
+    """Another process made a typed table of another type at the same path a moment
+    before this one; the step runs again and picks the next free path."""
+
+
+@dataclass
+class TypedResult:
+    """What one step added: per event type its rows, and the tables and columns new."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """The step for a person.
+
+        Example:
+            >>> TypedResult({"a.b": 3}, created=["a.b"]).line()
+            'typed: a.b +3 (new table) seconds=0.0'
+        """
+        if not self.rows:
+            return f"typed: nothing new seconds={self.seconds:.1f}"
+        parts = []
+        for event_type, n in sorted(self.rows.items()):
+            notes = ["new table"] if event_type in self.created else []
+            if self.columns.get(event_type):
+                notes.append("new columns " + ", ".join(self.columns[event_type]))
+            parts.append(f"{event_type} +{n}" + (f" ({'; '.join(notes)})" if notes else ""))
+        return f"typed: {', '.join(parts)} seconds={self.seconds:.1f}"
+
+
+def update_typed_tables(
+    spark: SparkSession,
+    settings: Settings,
+    ledger: Ledger,
+    topics: list[str],
+    *,
+    note: str,
+    batch_id: int | None = None,
+) -> TypedResult:
+    """Bring every typed table up to where ``events`` stands for ``topics`` (see the
+    module); run under the topics' leases. A step that another process's overtook is run
+    again from the new marks.
+
+    Example:
+        >>> update_typed_tables(spark, settings, ledger, ["orders"], note="bounded run").rows
+        {'com.example.order.paid': 120}
+    """
+    started = time.monotonic()
+
+    def attempt() -> TypedResult:
+        return _step(spark, settings, ledger, sorted(set(topics)), note, batch_id)
+
+    result = retry_conflicts(
+        attempt,
+        what=f"typed tables of {', '.join(sorted(set(topics)))}",
+        retryable=(LedgerMovedError, TypedTableTakenError),
+    )
+    result.seconds = time.monotonic() - started
+    if result.created and settings.metastore_uri:
+        for name in register_warehouse(spark, settings):
+            _log.info("catalog: registered %s", name)
+    return result
+
+
+def frontier(ends: Marks, table_marks: dict[str, Marks]) -> Marks:
+    """Per partition of ``ends``, the lowest mark of the typed tables that hold marks for
+    its topic (a partition one of them lacks: 0); 0 where none does.
+
+    Example:
+        >>> frontier({("o", 0): 9, ("p", 0): 4}, {"a": {("o", 0): 5}, "b": {("o", 0): 7}})
+        {('o', 0): 5, ('p', 0): 0}
+    """
+    low: Marks = {}
+    for key in ends:
+        holding = [m for m in table_marks.values() if any(t == key[0] for t, _ in m)]
+        low[key] = min((m.get(key, 0) for m in holding), default=0)
+    return low
+
+
+def _step(
+    spark: SparkSession,
+    settings: Settings,
+    ledger: Ledger,
+    topics: list[str],
+    note: str,
+    batch_id: int | None,
+) -> TypedResult:
+    result = TypedResult()
+    events_path = str(settings.table_path(EVENTS))
+    version, ends = read_marks(events_path, INGEST, topics)
+    if version < 0 or not ends:
+        return result
+    tables = typed_tables(settings)
+    table_marks = {t: ledger.marks(str(p), TYPED, topics) for t, p in tables.items()}
+    low = frontier(ends, table_marks)
+    if all(low[key] >= end for key, end in ends.items()):
+        return result
+    # The tables of these topics behind the ends: each moves its marks, rows or not.
+    behind = {
+        t for t, m in table_marks.items() if m and any(m.get(k, 0) < e for k, e in ends.items())
+    }
+    events = spark.read.format("delta").option("versionAsOf", version).load(events_path)
+    new = events.where(F.col("kafka_topic").isin(topics)).where(unlanded(low))
+    present = sorted(r["type"] for r in new.select("type").distinct().collect() if r["type"])
+    columns = (
+        type_columns(
+            spark,
+            new,
+            sample_hours=_ALL_HOURS,
+            only=present,
+            fetch_dataschemas=settings.fetch_dataschemas,
+        )
+        if present
+        else {}
+    )
+    for event_type in sorted(set(present) | behind):
+        path = tables.get(event_type) or new_table_path(settings, event_type)
+        fields = columns[event_type].fields if event_type in columns else {}
+        added = _prepare(spark, path, event_type, fields, result)
+        if added:
+            result.columns[event_type] = added
+        rows = None
+        counted = Observation()
+        if event_type in present:
+            marks = ledger.marks(str(path), TYPED, topics)
+            schema = table_schema(path)
+            assert schema is not None
+            rows = (
+                new.where(F.col("type") == event_type)
+                .where(unlanded(marks))
+                .selectExpr(*row_columns(schema))
+                .observe(counted, F.count(F.lit(1)).alias("rows"))
+            )
+        pending = ledger.write(str(path), rows)
+        ledger.commit(str(path), pending, TYPED, ends, note=note, batch=batch_id)
+        if rows is not None:
+            result.rows[event_type] = int(counted.get.get("rows", 0))
+    return result
+
+
+def _prepare(
+    spark: SparkSession,
+    path: Location,
+    event_type: str,
+    fields: dict[str, str],
+    result: TypedResult,
+) -> list[str]:
+    """The typed table at ``path`` made (a new type) or given the columns of the fields
+    it lacks; the columns added. Raises :class:`TypedTableTakenError` when another type's
+    table took ``path`` meanwhile."""
+    schema = table_schema(path)
+    if schema is None:
+        ensure_table(
+            spark,
+            str(path),
+            typed_schema(fields),
+            properties={EVENT_TYPE_PROPERTY: event_type},
+        )
+        if table_event_type(path) != event_type:
+            raise TypedTableTakenError(
+                f"{path} was made for another event type a moment ago; trying the next name"
+            )
+        result.created.append(event_type)
+        return []
+    added = added_fields(schema, fields)
+    if not added:
+        return []
+
+    def add() -> None:
+        # Another process may add the same columns at the same moment: add only those
+        # still missing, each attempt reading the table's schema again.
+        missing = added_fields(table_schema(path), fields)
+        if missing:
+            spark.sql(add_columns_sql(delta_path_sql(path), missing))
+
+    from delta.exceptions import ConcurrentTransactionException, MetadataChangedException
+
+    retry_conflicts(
+        add,
+        what=f"new columns of {path}",
+        retryable=(MetadataChangedException, ConcurrentTransactionException),
+    )
+    return [f.name for f in added]
+
+
+def typed_step(
+    spark: SparkSession,
+    settings: Settings,
+    ledger: Ledger,
+    topics: list[str],
+    *,
+    note: str,
+    batch_id: int | None = None,
+) -> TypedResult | None:
+    """:func:`update_typed_tables` when ``settings.typed_tables`` is on (None when off),
+    its line logged.
+
+    Example:
+        >>> typed_step(spark, settings, ledger, ["orders"], note="bounded run")
+    """
+    if not settings.typed_tables or not topics:
+        return None
+    result = update_typed_tables(spark, settings, ledger, topics, note=note, batch_id=batch_id)
+    _log.info(result.line())
+    return result
+
+
+@dataclass
+class TypedCadence:
+    """When a stream's next typed step is due: batches landed since the last one, and
+    ``interval_seconds`` passed since it (0: after every batch); the topics they landed.
+
+    Example:
+        >>> cadence = TypedCadence(60.0); cadence.landed(["orders"]); cadence.due()
+        False
+    """
+
+    interval_seconds: float
+    topics: set[str] = field(default_factory=set)
+    pending: bool = False
+    last: float = field(default_factory=time.monotonic)
+
+    def landed(self, topics: list[str]) -> None:
+        """A batch landed events of ``topics`` the typed tables do not hold yet."""
+        self.pending = True
+        self.topics.update(topics)
+
+    def due(self) -> bool:
+        """Whether a step is due now."""
+        return self.pending and time.monotonic() - self.last >= self.interval_seconds
+
+    def stepped(self) -> None:
+        """A step brought the typed tables up to the events table."""
+        self.pending, self.last = False, time.monotonic()

@@ -1,0 +1,156 @@
+"""The typed tables on the real broker and Spark: one per event type, its data's fields
+as plain columns that readers without VARIANT support read (delta-rs, Polars), kept
+exactly once from ``events`` whatever lands the topic, a crash between two commits
+included."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+
+from eventlake.core.settings import Settings
+from eventlake.ingest import IngestRequest, run_ingest
+from eventlake.kafka.clients import produce_all
+from eventlake.kafka.topics import create_topic
+from eventlake.ledger.commits import Ledger
+from eventlake.ledger.marks import TYPED
+from eventlake.local.broker import LocalBroker
+from eventlake.typed.step import update_typed_tables
+from eventlake.typed.tables import typed_tables
+from eventlake.warehouse.names import EVENTS
+from tests.helpers import binary_headers, read_table
+
+PAID, SHIPPED = "com.example.order.paid", "com.example.order.shipped"
+
+
+def _produce(settings: Settings, topic: str, events: list[tuple[str, str, dict[str, Any]]]) -> None:
+    produce_all(
+        settings,
+        topic,
+        [
+            (
+                event_id.encode(),
+                json.dumps(data).encode(),
+                [
+                    *binary_headers(event_id, type_=event_type),
+                    ("ce_datacontenttype", b"application/json"),
+                ],
+            )
+            for event_id, event_type, data in events
+        ],
+    )
+
+
+def _orders(prefix: str, count: int) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (f"{prefix}{n}", PAID if n % 2 else SHIPPED, {"order": f"o{n}", "amount": n + 0.25})
+        for n in range(count)
+    ]
+
+
+def _once_per_type(spark: SparkSession, settings: Settings) -> dict[str, int]:
+    """Rows per typed table, asserting each is its type's events, each once."""
+    events = read_table(spark, settings, EVENTS)
+    counts = {}
+    for event_type, path in typed_tables(settings).items():
+        rows = spark.read.format("delta").load(str(path))
+        coordinates = rows.select("kafka_topic", "kafka_partition", "kafka_offset")
+        expected = events.where(events.type == event_type).select(coordinates.columns)
+        assert coordinates.count() == coordinates.distinct().count(), f"{event_type}: twice"
+        assert coordinates.exceptAll(expected).count() == 0, f"{event_type}: not its events"
+        assert expected.exceptAll(coordinates).count() == 0, f"{event_type}: missing"
+        counts[event_type] = coordinates.count()
+    return counts
+
+
+def test_each_type_gets_a_table_of_plain_columns_that_polars_and_delta_rs_read(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    _produce(warehouse_settings, topic_name, _orders("a", 40))
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
+    path = typed_tables(warehouse_settings)[PAID]
+    assert path.name == "com_example_order_paid"
+    frame = pl.read_delta(str(path))
+    assert frame.schema["amount"] == pl.Decimal(38, 2)
+    assert frame["amount"].sum() == Decimal("405.00")  # 1.25 + 3.25 + ... + 39.25
+    rows = DeltaTable(str(path)).to_pyarrow_table(columns=["order", "amount"]).to_pylist()
+    assert {"order": "o1", "amount": Decimal("1.25")} in rows
+
+
+def test_a_new_field_becomes_a_column_and_a_value_of_another_type_is_null_with_data_kept(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    _produce(warehouse_settings, topic_name, _orders("a", 4))
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    _produce(
+        warehouse_settings,
+        topic_name,
+        [("b1", PAID, {"order": "o9", "amount": "lots", "coupon": {"code": "X1"}})],
+    )
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    rows = spark.read.format("delta").load(str(typed_tables(warehouse_settings)[PAID]))
+    last = rows.where("id = 'b1'").select("amount", "coupon", "data").first()
+    assert last is not None
+    assert last["amount"] is None
+    assert last["coupon"] == '{"code":"X1"}'
+    assert json.loads(bytes(last["data"]))["amount"] == "lots"
+    assert rows.where("coupon IS NULL").count() == 2  # the events from before the field
+
+
+def test_typed_tables_catch_up_what_runs_without_them_landed(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    without = warehouse_settings.model_copy(update={"typed_tables": False})
+    _produce(warehouse_settings, topic_name, _orders("a", 30))
+    run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
+    assert typed_tables(warehouse_settings) == {}
+    _produce(warehouse_settings, topic_name, _orders("b", 10))
+    backfill = IngestRequest(topics=(topic_name,), ending_offsets="latest")
+    run_ingest(spark, warehouse_settings, backfill)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
+
+
+def test_a_crash_between_two_types_commits_then_a_rerun_lands_each_event_once(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    create_topic(warehouse_settings, topic_name, partitions=2)
+    _produce(warehouse_settings, topic_name, _orders("a", 20))
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    _produce(warehouse_settings, topic_name, _orders("b", 20))
+    without = warehouse_settings.model_copy(update={"typed_tables": False})
+    run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
+
+    real_commit = Ledger.commit
+    typed_commits = []
+
+    def crash_after_the_first(self: Ledger, path: str, *args: Any, **kwargs: Any) -> int:
+        if args[1] == TYPED and typed_commits:
+            raise KeyboardInterrupt("killed between two typed tables' commits")
+        version = real_commit(self, path, *args, **kwargs)
+        if args[1] == TYPED:
+            typed_commits.append(path)
+        return version
+
+    monkeypatch.setattr(Ledger, "commit", crash_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        update_typed_tables(spark, warehouse_settings, Ledger(spark), [topic_name], note="t")
+    assert len(typed_commits) == 1
+    monkeypatch.setattr(Ledger, "commit", real_commit)
+    result = update_typed_tables(spark, warehouse_settings, Ledger(spark), [topic_name], note="t")
+    assert result.rows == {PAID: 0, SHIPPED: 10}  # PAID's commit had landed
+    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
