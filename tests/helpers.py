@@ -21,6 +21,8 @@ from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.connector_options import spark_kafka_options
 from eventlake.kafka.topics import create_topic
+from eventlake.typed.tables import typed_tables
+from eventlake.warehouse.names import EVENTS
 
 
 def binary_headers(
@@ -212,3 +214,19 @@ def interrupted_spark_job(spark: SparkSession, *_args: Any, **_kwargs: Any) -> A
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     sleep = "reflect('java.lang.Thread', 'sleep', cast(60000 as bigint))"
     return spark.range(1).selectExpr(sleep).collect()
+
+
+def typed_once(spark: SparkSession, settings: Settings) -> dict[str, int]:
+    """Rows per typed table, asserting each holds its type's events, each once: the
+    typed tables' exactly once, as the ledger's tests check it for events."""
+    events = read_table(spark, settings, EVENTS)
+    counts = {}
+    for event_type, path in typed_tables(settings).items():
+        rows = spark.read.format("delta").load(str(path))
+        coordinates = rows.select("kafka_topic", "kafka_partition", "kafka_offset")
+        expected = events.where(events.type == event_type).select(coordinates.columns)
+        assert coordinates.count() == coordinates.distinct().count(), f"{event_type}: twice"
+        assert coordinates.exceptAll(expected).count() == 0, f"{event_type}: not its events"
+        assert expected.exceptAll(coordinates).count() == 0, f"{event_type}: missing"
+        counts[event_type] = coordinates.count()
+    return counts

@@ -37,7 +37,7 @@ from eventlake.warehouse.delta_log import delta_rs_table, empty_at
 from eventlake.warehouse.names import EVENTS, REJECTS
 from eventlake.warehouse.schemas import EVENTS_SCHEMA
 from eventlake.warehouse.tables import ensure_tables
-from tests.helpers import delta_operations, produce_events, read_table
+from tests.helpers import delta_operations, produce_events, read_table, typed_once
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
@@ -64,6 +64,7 @@ def test_backfill_then_scheduled_run_lands_each_record_once(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
     # The issue's report: 1,200 produced, 1,600 rows before the ledger.
+    warehouse_settings = warehouse_settings.model_copy(update={"typed_tables": True})
     create_topic(warehouse_settings, topic_name, partitions=2)
     scheduled = IngestRequest(topics=(topic_name,))
     produce_events(warehouse_settings, topic_name, 600, prefix="a", invalid_every=50)
@@ -76,6 +77,7 @@ def test_backfill_then_scheduled_run_lands_each_record_once(
     last = run_ingest(spark, warehouse_settings, scheduled)
     assert _landed(spark, warehouse_settings) == (1200, 1200)
     assert (backfill.records_read, last.records_read) == (400, 200)
+    assert typed_once(spark, warehouse_settings) == {"t.test": 1176}  # 24 plain tombstones
 
 
 def test_full_refresh_on_a_live_topic_adds_only_what_is_missing(
@@ -136,6 +138,10 @@ def test_checkpoint_ahead_of_the_tables_is_restarted_from_the_ledger(
 def test_stream_and_scheduled_runs_on_one_topic_stay_exactly_once(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
+    # The stream's typed steps after every batch, beside the scheduled runs' own.
+    warehouse_settings = warehouse_settings.model_copy(
+        update={"typed_tables": True, "typed_interval_seconds": 0.0}
+    )
     create_topic(warehouse_settings, topic_name, partitions=2)
     stream = IngestRequest(
         topics=(topic_name,), trigger="processing-time=1 second", checkpoint_name="stream"
@@ -162,6 +168,7 @@ def test_stream_and_scheduled_runs_on_one_topic_stay_exactly_once(
             query.stop()
         runner.join(timeout=60)
     assert _landed(spark, warehouse_settings) == (300, 300)
+    assert typed_once(spark, warehouse_settings) == {"t.test": 300}
 
 
 def test_a_commit_over_marks_another_process_moved_is_refused(

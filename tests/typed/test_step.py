@@ -23,8 +23,7 @@ from eventlake.ledger.marks import TYPED
 from eventlake.local.broker import LocalBroker
 from eventlake.typed.step import update_typed_tables
 from eventlake.typed.tables import typed_tables
-from eventlake.warehouse.names import EVENTS
-from tests.helpers import binary_headers, read_table
+from tests.helpers import binary_headers, typed_once
 
 PAID, SHIPPED = "com.example.order.paid", "com.example.order.shipped"
 
@@ -54,29 +53,20 @@ def _orders(prefix: str, count: int) -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
-def _once_per_type(spark: SparkSession, settings: Settings) -> dict[str, int]:
-    """Rows per typed table, asserting each is its type's events, each once."""
-    events = read_table(spark, settings, EVENTS)
-    counts = {}
-    for event_type, path in typed_tables(settings).items():
-        rows = spark.read.format("delta").load(str(path))
-        coordinates = rows.select("kafka_topic", "kafka_partition", "kafka_offset")
-        expected = events.where(events.type == event_type).select(coordinates.columns)
-        assert coordinates.count() == coordinates.distinct().count(), f"{event_type}: twice"
-        assert coordinates.exceptAll(expected).count() == 0, f"{event_type}: not its events"
-        assert expected.exceptAll(coordinates).count() == 0, f"{event_type}: missing"
-        counts[event_type] = coordinates.count()
-    return counts
+@pytest.fixture
+def typed_settings(warehouse_settings: Settings) -> Settings:
+    """A warehouse of the test's own, with the typed tables kept (the default)."""
+    return warehouse_settings.model_copy(update={"typed_tables": True})
 
 
 def test_each_type_gets_a_table_of_plain_columns_that_polars_and_delta_rs_read(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+    broker: LocalBroker, spark: SparkSession, typed_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name, partitions=2)
-    _produce(warehouse_settings, topic_name, _orders("a", 40))
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
-    path = typed_tables(warehouse_settings)[PAID]
+    create_topic(typed_settings, topic_name, partitions=2)
+    _produce(typed_settings, topic_name, _orders("a", 40))
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    assert typed_once(spark, typed_settings) == {PAID: 20, SHIPPED: 20}
+    path = typed_tables(typed_settings)[PAID]
     assert path.name == "com_example_order_paid"
     frame = pl.read_delta(str(path))
     assert frame.schema["amount"] == pl.Decimal(38, 2)
@@ -86,18 +76,18 @@ def test_each_type_gets_a_table_of_plain_columns_that_polars_and_delta_rs_read(
 
 
 def test_a_new_field_becomes_a_column_and_a_value_of_another_type_is_null_with_data_kept(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+    broker: LocalBroker, spark: SparkSession, typed_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name)
-    _produce(warehouse_settings, topic_name, _orders("a", 4))
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
+    create_topic(typed_settings, topic_name)
+    _produce(typed_settings, topic_name, _orders("a", 4))
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
     _produce(
-        warehouse_settings,
+        typed_settings,
         topic_name,
         [("b1", PAID, {"order": "o9", "amount": "lots", "coupon": {"code": "X1"}})],
     )
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    rows = spark.read.format("delta").load(str(typed_tables(warehouse_settings)[PAID]))
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    rows = spark.read.format("delta").load(str(typed_tables(typed_settings)[PAID]))
     last = rows.where("id = 'b1'").select("amount", "coupon", "data").first()
     assert last is not None
     assert last["amount"] is None
@@ -107,32 +97,32 @@ def test_a_new_field_becomes_a_column_and_a_value_of_another_type_is_null_with_d
 
 
 def test_typed_tables_catch_up_what_runs_without_them_landed(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+    broker: LocalBroker, spark: SparkSession, typed_settings: Settings, topic_name: str
 ) -> None:
-    create_topic(warehouse_settings, topic_name, partitions=2)
-    without = warehouse_settings.model_copy(update={"typed_tables": False})
-    _produce(warehouse_settings, topic_name, _orders("a", 30))
+    create_topic(typed_settings, topic_name, partitions=2)
+    without = typed_settings.model_copy(update={"typed_tables": False})
+    _produce(typed_settings, topic_name, _orders("a", 30))
     run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
-    assert typed_tables(warehouse_settings) == {}
-    _produce(warehouse_settings, topic_name, _orders("b", 10))
+    assert typed_tables(typed_settings) == {}
+    _produce(typed_settings, topic_name, _orders("b", 10))
     backfill = IngestRequest(topics=(topic_name,), ending_offsets="latest")
-    run_ingest(spark, warehouse_settings, backfill)
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
+    run_ingest(spark, typed_settings, backfill)
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    assert typed_once(spark, typed_settings) == {PAID: 20, SHIPPED: 20}
 
 
 def test_a_crash_between_two_types_commits_then_a_rerun_lands_each_event_once(
     broker: LocalBroker,
     spark: SparkSession,
-    warehouse_settings: Settings,
+    typed_settings: Settings,
     topic_name: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    create_topic(warehouse_settings, topic_name, partitions=2)
-    _produce(warehouse_settings, topic_name, _orders("a", 20))
-    run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    _produce(warehouse_settings, topic_name, _orders("b", 20))
-    without = warehouse_settings.model_copy(update={"typed_tables": False})
+    create_topic(typed_settings, topic_name, partitions=2)
+    _produce(typed_settings, topic_name, _orders("a", 20))
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    _produce(typed_settings, topic_name, _orders("b", 20))
+    without = typed_settings.model_copy(update={"typed_tables": False})
     run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
 
     real_commit = Ledger.commit
@@ -148,9 +138,9 @@ def test_a_crash_between_two_types_commits_then_a_rerun_lands_each_event_once(
 
     monkeypatch.setattr(Ledger, "commit", crash_after_the_first)
     with pytest.raises(KeyboardInterrupt):
-        update_typed_tables(spark, warehouse_settings, Ledger(spark), [topic_name], note="t")
+        update_typed_tables(spark, typed_settings, Ledger(spark), [topic_name], note="t")
     assert len(typed_commits) == 1
     monkeypatch.setattr(Ledger, "commit", real_commit)
-    result = update_typed_tables(spark, warehouse_settings, Ledger(spark), [topic_name], note="t")
+    result = update_typed_tables(spark, typed_settings, Ledger(spark), [topic_name], note="t")
     assert result.rows == {PAID: 0, SHIPPED: 10}  # PAID's commit had landed
-    assert _once_per_type(spark, warehouse_settings) == {PAID: 20, SHIPPED: 20}
+    assert typed_once(spark, typed_settings) == {PAID: 20, SHIPPED: 20}
