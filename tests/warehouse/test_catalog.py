@@ -112,7 +112,11 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
 ) -> None:
     own = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
     create_topic(own, topic_name, config={"cleanup.policy": "compact"})
-    records = [(f"k{n % 3}".encode(), b"{}", binary_headers(f"e{n}")) for n in range(7)]
+    json_data = [("ce_datacontenttype", b"application/json")]
+    records = [
+        (f"k{n % 3}".encode(), b'{"amount": %d}' % n, [*binary_headers(f"e{n}"), *json_data])
+        for n in range(7)
+    ]
     produce_all(own, topic_name, [*records, (b"bad", b"x", [("ce_id", b"no-source")])])
     env = {
         **os.environ,
@@ -126,17 +130,19 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
     listed = _eventlake(env, "catalog")
 
     state = catalog_name(f"state/{topic_name}", "eventlake")
-    for name in ("eventlake.events", "eventlake.rejects", state):
+    for name in ("eventlake.events", "eventlake.rejects", state, "eventlake.typed_t_test"):
         assert name in listed, listed
     assert "registered now" not in listed  # the ingest registered every table it made
     counts = _plain_spark_sql(
         metastore.uri,
         tmp_path,
         "SELECT count(*) FROM eventlake.events; SELECT count(*) FROM eventlake.rejects; "
-        f"SELECT to_json(sort_array(collect_list(id))) FROM {state};",
+        f"SELECT to_json(sort_array(collect_list(id))) FROM {state}; "
+        "SELECT sum(amount) FROM eventlake.typed_t_test;",
     )
     assert counts[:2] == ["7", "1"]
     assert json.loads(counts[2]) == ["e4", "e5", "e6"]  # the latest record of each key
+    assert counts[3] == "21"  # the typed table's plain column: 0 + 1 + ... + 6
 
     # Another warehouse on the same metastore and schema: its events would take the name
     # the first one's has. Said, not registered over it.
