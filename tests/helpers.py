@@ -21,7 +21,7 @@ from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.connector_options import spark_kafka_options
 from eventlake.kafka.topics import create_topic
-from eventlake.typed.tables import typed_tables
+from eventlake.typed.names import typed_tables
 from eventlake.warehouse.names import EVENTS
 
 

@@ -21,8 +21,9 @@ from eventlake.kafka.topics import create_topic
 from eventlake.ledger.commits import Ledger
 from eventlake.ledger.marks import TYPED
 from eventlake.local.broker import LocalBroker
+from eventlake.status.report import warehouse_status
+from eventlake.typed.names import typed_lag, typed_tables
 from eventlake.typed.step import update_typed_tables
-from eventlake.typed.tables import typed_tables
 from tests.helpers import binary_headers, typed_once
 
 PAID, SHIPPED = "com.example.order.paid", "com.example.order.shipped"
@@ -96,18 +97,22 @@ def test_a_new_field_becomes_a_column_and_a_value_of_another_type_is_null_with_d
     assert rows.where("coupon IS NULL").count() == 2  # the events from before the field
 
 
-def test_typed_tables_catch_up_what_runs_without_them_landed(
+def test_typed_tables_catch_up_what_runs_without_them_landed_and_say_their_lag(
     broker: LocalBroker, spark: SparkSession, typed_settings: Settings, topic_name: str
 ) -> None:
     create_topic(typed_settings, topic_name, partitions=2)
-    without = typed_settings.model_copy(update={"typed_tables": False})
-    _produce(typed_settings, topic_name, _orders("a", 30))
-    run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
-    assert typed_tables(typed_settings) == {}
-    _produce(typed_settings, topic_name, _orders("b", 10))
-    backfill = IngestRequest(topics=(topic_name,), ending_offsets="latest")
-    run_ingest(spark, typed_settings, backfill)
+    _produce(typed_settings, topic_name, _orders("a", 10))
     run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    assert typed_lag(typed_settings, [topic_name]) == {PAID: 0, SHIPPED: 0}
+    without = typed_settings.model_copy(update={"typed_tables": False})
+    _produce(typed_settings, topic_name, _orders("b", 30))
+    run_ingest(spark, without, IngestRequest(topics=(topic_name,)))
+    assert typed_lag(typed_settings, [topic_name]) == {PAID: 30, SHIPPED: 30}
+    report = warehouse_status(typed_settings, ask_kafka=False)
+    assert f"typed table of {PAID}: 30 offsets of events behind" in report.render()
+    backfill = IngestRequest(topics=(topic_name,), ending_offsets="latest")
+    run_ingest(spark, typed_settings, backfill)  # nothing to land: the typed tables catch up
+    assert typed_lag(typed_settings, [topic_name]) == {PAID: 0, SHIPPED: 0}
     assert typed_once(spark, typed_settings) == {PAID: 20, SHIPPED: 20}
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pyspark.sql.types import DecimalType, LongType, StringType
 
-from eventlake.typed.step import TypedCadence, TypedResult, frontier
+from eventlake.typed.names import frontier
+from eventlake.typed.step import TypedCadence, TypedResult
 from eventlake.typed.tables import (
     FIELD_COMMENT,
     LEADING_COLUMNS,

@@ -25,6 +25,7 @@ from eventlake.cli.common import (
 from eventlake.core.errors import REFUSED_EXIT_CODE
 
 if TYPE_CHECKING:  # imported lazily at run time: Spark is slow to import
+    from eventlake.core.locations import Location
     from eventlake.core.settings import Settings
     from eventlake.views.type_fields import TypeColumns
 
@@ -120,6 +121,7 @@ def types_command(
     reads them instead of inferring them again."""
     from eventlake.core.text_table import text_table
     from eventlake.spark.session import build_spark_session
+    from eventlake.typed.names import typed_lag, typed_tables
     from eventlake.views.event_types import event_types
     from eventlake.views.type_fields import fields_path, save_columns
     from eventlake.warehouse.names import EVENTS, is_delta_table
@@ -139,8 +141,22 @@ def types_command(
             fetch_dataschemas=settings.fetch_dataschemas,
         )
     save_columns(fields_path(settings.warehouse), {info.type: info.columns for info in infos})
+    topics = [r["kafka_topic"] for r in events.select("kafka_topic").distinct().collect()]
+    lag, tables = typed_lag(settings, topics), typed_tables(settings)
     if as_json:
-        typer.echo(json.dumps([info.to_json() for info in infos], indent=2))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        **info.to_json(),
+                        "typed_table": str(tables[info.type]) if info.type in tables else None,
+                        "typed_lag": lag.get(info.type),
+                    }
+                    for info in infos
+                ],
+                indent=2,
+            )
+        )
         return
     cells = [
         [
@@ -149,13 +165,15 @@ def types_command(
             str(shown["first_seen"]),
             str(shown["last_seen"]),
             info.view,
+            _typed_cell(tables.get(info.type), lag.get(info.type)),
             ", ".join(f"{name} {kind}" for name, kind in info.fields.items()) or "-",
             _columns_from(info.columns),
         ]
         for info in infos
         for shown in [info.to_json()]
     ]
-    header = ["type", "events", "first seen", "last seen", "view", "columns", "columns from"]
+    header = ["type", "events", "first seen", "last seen", "view", "typed table (lag)"]
+    header += ["columns", "columns from"]
     typer.echo("\n".join(text_table(header, cells)))
     for info in infos:
         if info.dataschema_unread is not None:
@@ -165,6 +183,14 @@ def types_command(
             )
         for change in info.changes():
             typer.echo(f"{info.type}: {change}")
+
+
+def _typed_cell(path: Location | None, lag: int | None) -> str:
+    """The ``typed table (lag)`` cell: its catalog-style name and how many offsets of
+    events it may lack; ``-`` when the type has none yet."""
+    if path is None:
+        return "-"
+    return f"typed_{path.name} ({lag or 0})"
 
 
 def _columns_from(columns: TypeColumns) -> str:

@@ -37,6 +37,7 @@ from eventlake.status.checkpoints import (
 )
 from eventlake.status.dq_verdicts import QualityVerdict, last_verdicts
 from eventlake.storage.store import names
+from eventlake.typed.names import typed_lag
 from eventlake.warehouse.names import (
     EVENTS,
     REJECTS,
@@ -59,6 +60,8 @@ class WarehouseStatus:
     topics: tuple[str, ...] = ()
     #: Topics a checkpoint names that Kafka, when it answered, does not have (deleted).
     absent_topics: tuple[str, ...] = ()
+    #: Per typed table's event type, the offsets landed in events it may lack.
+    typed_lag: dict[str, int] = field(default_factory=dict)
 
     def render(self, now: datetime | None = None) -> str:
         """Readable lines: one heading and one offsets table per checkpoint."""
@@ -110,6 +113,11 @@ class WarehouseStatus:
                 f"`eventlake reconcile --topic {topic}`"
             )
         lines += [_quality_line(verdict) for verdict in self.quality.values()]
+        lines += [
+            f"typed table of {event_type}: "
+            + (f"{lag} offsets of events behind" if lag else "current with events")
+            for event_type, lag in sorted(self.typed_lag.items())
+        ]
         return "\n".join(lines).rstrip()
 
     def to_json(self) -> dict[str, Any]:
@@ -144,6 +152,7 @@ class WarehouseStatus:
             "kafka_error": self.kafka_error,
             "absent_topics": list(self.absent_topics),
             "quality": {topic: v.to_json() for topic, v in self.quality.items()},
+            "typed_lag": self.typed_lag,
         }
 
 
@@ -180,6 +189,8 @@ def warehouse_status(
                 sorted(t for t in named - on_kafka if not topics or t in topics)
             )
     report.checkpoints = [_with_positions(settings, status, latest, topics) for status in statuses]
+    read = sorted({t for s in statuses if s.ledger_job == INGEST for t in s.listed_topics()})
+    report.typed_lag = typed_lag(settings, list(topics) or read)
     return report
 
 

@@ -36,16 +36,14 @@ from eventlake.core.locations import Location
 from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
-from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
+from eventlake.ledger.marks import INGEST, TYPED, read_marks
+from eventlake.typed.names import EVENT_TYPE_PROPERTY, frontier, table_event_type, typed_tables
 from eventlake.typed.tables import (
-    EVENT_TYPE_PROPERTY,
     add_columns_sql,
     added_fields,
     new_table_path,
     row_columns,
-    table_event_type,
     typed_schema,
-    typed_tables,
 )
 from eventlake.views.event_types import type_columns
 from eventlake.warehouse.catalog import register_warehouse
@@ -123,21 +121,6 @@ def update_typed_tables(
         for name in register_warehouse(spark, settings):
             _log.info("catalog: registered %s", name)
     return result
-
-
-def frontier(ends: Marks, table_marks: dict[str, Marks]) -> Marks:
-    """Per partition of ``ends``, the lowest mark of the typed tables that hold marks for
-    its topic (a partition one of them lacks: 0); 0 where none does.
-
-    Example:
-        >>> frontier({("o", 0): 9, ("p", 0): 4}, {"a": {("o", 0): 5}, "b": {("o", 0): 7}})
-        {('o', 0): 5, ('p', 0): 0}
-    """
-    low: Marks = {}
-    for key in ends:
-        holding = [m for m in table_marks.values() if any(t == key[0] for t, _ in m)]
-        low[key] = min((m.get(key, 0) for m in holding), default=0)
-    return low
 
 
 def _step(

@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 
 from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
-from eventlake.storage.store import names
+from eventlake.typed.names import table_event_type
 from eventlake.views.typed_views import (
     VIEW_ATTRIBUTES,
     VIEW_KAFKA_COLUMNS,
@@ -52,13 +52,8 @@ from eventlake.views.typed_views import (
     type_slug,
     variant_path,
 )
-from eventlake.warehouse.delta_log import delta_rs_table
 from eventlake.warehouse.names import TYPED_FOLDER, is_delta_table, sql_string
 from eventlake.warehouse.schemas import EVENTS_SCHEMA
-
-#: The table property naming a typed table's event type.
-EVENT_TYPE_PROPERTY: Final = "eventlake.eventType"
-
 
 #: The comment of a field's column: this, then the field's key.
 FIELD_COMMENT: Final = "data field "
@@ -67,40 +62,6 @@ FIELD_COMMENT: Final = "data field "
 #: Columns of every typed table besides its fields, before and after them.
 LEADING_COLUMNS: Final = VIEW_ATTRIBUTES
 TRAILING_COLUMNS: Final = ("data", *VIEW_KAFKA_COLUMNS)
-
-
-def typed_tables(settings: Settings) -> dict[str, Location]:
-    """Per event type, its typed table (those whose first commit is written), read from
-    each table's ``eventlake.eventType`` property (delta-rs, no Spark).
-
-    Example:
-        >>> typed_tables(settings)
-        {'com.example.order.paid': Location('/wh/typed/com_example_order_paid')}
-    """
-    folder = settings.warehouse / TYPED_FOLDER
-    found: dict[str, Location] = {}
-    for name in sorted(names(folder)):
-        path = folder / name
-        if name.startswith("_") or not is_delta_table(path):
-            continue
-        event_type = table_event_type(path)
-        if event_type is not None and event_type not in found:
-            found[event_type] = path
-    return found
-
-
-def table_event_type(path: Location) -> str | None:
-    """The event type of the typed table at ``path``; None when it has none.
-
-    Example:
-        >>> table_event_type(settings.warehouse / "typed/com_example_order_paid")
-        'com.example.order.paid'
-    """
-    table = delta_rs_table(path)
-    if table is None:
-        return None
-    found = table.metadata().configuration.get(EVENT_TYPE_PROPERTY)
-    return None if found is None else str(found)
 
 
 def new_table_path(settings: Settings, event_type: str) -> Location:
