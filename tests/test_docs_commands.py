@@ -112,7 +112,9 @@ def test_the_demos_next_steps_are_the_readmes_commands() -> None:
 def test_the_documented_commands_run_as_printed_from_a_new_shell(
     broker: LocalBroker, spark: SparkSession, settings: Settings, checkout: Path, topic_name: str
 ) -> None:
-    own = settings.model_copy(update={"warehouse": checkout / "var" / "warehouse"})
+    own = settings.model_copy(
+        update={"warehouse": checkout / "var" / "warehouse", "typed_tables": True}
+    )
     land(spark, own, topic_name, [_paid(1, 5.5), _paid(2, 7.25), _paid(3, 1.0)])
     env = _new_shell_env(own)
 
@@ -124,7 +126,8 @@ def test_the_documented_commands_run_as_printed_from_a_new_shell(
     (spark_sql,) = _shell_commands("docs/querying.md")
     assert _run(spark_sql, checkout, env).split() == ["13.75"]
 
-    pyspark_snippet, delta_rs_snippet = _blocks("python", "docs/querying.md")
+    polars_snippet, pyspark_snippet, delta_rs_snippet = _blocks("python", "docs/querying.md")
+    assert float(_run(".venv/bin/python", checkout, env, stdin=polars_snippet)) == 13.75
     assert PAID in _run(".venv/bin/python", checkout, env, stdin=pyspark_snippet)
     assert float(_run(".venv/bin/python", checkout, env, stdin=delta_rs_snippet)) == 13.75
 
