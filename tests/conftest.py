@@ -221,9 +221,6 @@ def settings(base_dir: Path, shared_dir: Path | None) -> LocalSettings:
             "driver_memory": "1g",
             # The session's own driver lives for the whole run: keep the full JIT.
             "driver_java_options": "",
-            # In-process runs keep the typed tables only where a test asks for them
-            # (tests/typed, the ledger's combinations): a step is seconds per run.
-            "typed_tables": False,
         }
     )
 

@@ -42,10 +42,17 @@ def repeating(records: Iterator[Record], every: int) -> Iterator[Record]:
         yield (key, value, headers)
 
 
-def bounded_ingest(warehouse: Path, topic: str, *, dedup: bool) -> tuple[float, str]:
+def bounded_ingest(
+    warehouse: Path, topic: str, *, dedup: bool, typed: bool = False
+) -> tuple[float, str]:
     """``eventlake ingest --ending-offsets latest`` of ``topic`` into ``warehouse`` as a
-    process of its own: its seconds and its summary line."""
-    env = {**os.environ, "EVENTLAKE_WAREHOUSE": str(warehouse)}
+    process of its own (``typed``: keeping the typed tables, whose line is then the
+    second to last): its seconds and its output's last lines."""
+    env = {
+        **os.environ,
+        "EVENTLAKE_WAREHOUSE": str(warehouse),
+        "EVENTLAKE_TYPED_TABLES": str(typed).lower(),
+    }
     command = [
         str(Path(sys.executable).parent / "eventlake"),
         "ingest",
@@ -57,7 +64,8 @@ def bounded_ingest(warehouse: Path, topic: str, *, dedup: bool) -> tuple[float, 
     ]
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return time.monotonic() - started, done.stdout.strip().splitlines()[-1]
+    lines = done.stdout.strip().splitlines()
+    return time.monotonic() - started, "\n".join(lines[-2:] if typed else lines[-1:])
 
 
 def main(argv: list[str] | None = None) -> int:

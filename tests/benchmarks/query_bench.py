@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -77,6 +78,9 @@ QUERIES: Final = {
                    FROM events WHERE type = '{PAID}'
                    AND time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
         "new": f"""SELECT sum(amount) AS s FROM type_com_example_order_paid
+                   WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
+        # The typed table: the same plain column, without data_json.
+        "typed": f"""SELECT sum(amount) AS s FROM typed_com_example_order_paid
                    WHERE time >= TIMESTAMP '{DAY}' AND time < TIMESTAMP '{NEXT_DAY}'""",
     },
     "c_latest_per_subject": {
@@ -221,7 +225,7 @@ def compare_layouts(spark: Any, warehouse: Path, repeats: int, file_mb: int = 8)
 
 
 def folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return sum(f.stat().st_size for f in Path(str(path)).rglob("*") if f.is_file())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,7 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     fill_topic(settings, topic, query_records(args.records, days=args.days), compact=False)
     print(f"produced {args.records} records in {time.monotonic() - started:.0f} s", flush=True)
-    ingest_seconds, _ = bounded_ingest(warehouse, topic, dedup=False)
+    # The same events landed without and with the typed tables (interleaved order: the
+    # page cache warm for the second), the typed step's own seconds from its line.
+    plain_seconds, _ = bounded_ingest(
+        warehouse.with_name(warehouse.name + "-plain"), topic, dedup=False
+    )
+    ingest_seconds, lines = bounded_ingest(warehouse, topic, dedup=False, typed=True)
+    typed_step_seconds = float(re.findall(r"^typed: .* seconds=([0-9.]+)$", lines, re.M)[-1])
+    shutil.rmtree(warehouse.with_name(warehouse.name + "-plain"), ignore_errors=True)
     job_settings = settings.model_copy(update={"warehouse": warehouse})
     spark = build_spark_session(job_settings, app_name="query-bench")
     started = time.monotonic()
@@ -276,21 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     register_tables(spark, job_settings)
     register_kept_seconds = time.monotonic() - started
-    seconds: dict[str, dict[str, list[float]]] = {q: {"old": [], "new": []} for q in QUERIES}
+    seconds: dict[str, dict[str, list[float]]] = {q: {w: [] for w in QUERIES[q]} for q in QUERIES}
     answers: dict[str, dict[str, Any]] = {q: {} for q in QUERIES}
     for repeat in range(args.repeats):
         for name, ways in QUERIES.items():
-            order = ("old", "new") if repeat % 2 == 0 else ("new", "old")
+            order = tuple(ways) if repeat % 2 == 0 else tuple(reversed(ways))
             for way in order:
                 began = time.monotonic()
                 rows = spark.sql(ways[way]).collect()
                 seconds[name][way].append(time.monotonic() - began)
                 answers[name][way] = sorted(tuple(r) for r in rows)
-            print(
-                f"{name} round {repeat + 1}: old {seconds[name]['old'][-1]:.2f} s, "
-                f"new {seconds[name]['new'][-1]:.2f} s",
-                flush=True,
-            )
+            took = ", ".join(f"{way} {seconds[name][way][-1]:.2f} s" for way in ways)
+            print(f"{name} round {repeat + 1}: {took}", flush=True)
     floors: dict[str, list[float]] = {name: [] for name in FLOORS}
     for _ in range(args.repeats):
         for name, sql in FLOORS.items():
@@ -302,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         "records": args.records,
         "repeats": args.repeats,
         "ingest_seconds": round(ingest_seconds, 1),
+        "ingest_without_typed_seconds": round(plain_seconds, 1),
+        "typed_step_seconds": round(typed_step_seconds, 1),
+        "typed_step_share_of_ingest": round(typed_step_seconds / plain_seconds, 3),
         "register_views_seconds": round(register_seconds, 1),
         "register_views_from_kept_columns_seconds": round(register_kept_seconds, 1),
         "events_table_bytes": folder_bytes(warehouse / "events"),
@@ -319,6 +330,14 @@ def main(argv: list[str] | None = None) -> int:
             "same_answer": answers[name]["old"] == answers[name]["new"],
             "rows": len(answers[name]["new"]),
         }
+        if "typed" in seconds[name]:
+            typed = statistics.median(seconds[name]["typed"])
+            results["queries"][name] |= {
+                "typed_table_seconds": round(typed, 2),
+                "typed_speedup_over_from_json": round(old / typed, 2),
+                "typed_speedup_over_data_json": round(new / typed, 2),
+                "typed_same_answer": answers[name]["typed"] == answers[name]["old"],
+            }
     spark.stop()
     delete_topics(settings, [topic])
     shutil.rmtree(warehouse, ignore_errors=True)
@@ -336,8 +355,20 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {figures['old_seconds']} | {figures['new_seconds']} | "
             f"{figures['speedup']} | {figures['same_answer']} |"
         )
+    for name, figures in results["queries"].items():
+        if "typed_table_seconds" in figures:
+            lines.append(
+                f"| {name}, typed table | {figures['old_seconds']} | "
+                f"{figures['typed_table_seconds']} | {figures['typed_speedup_over_from_json']} "
+                f"(over data_json: {figures['typed_speedup_over_data_json']}) | "
+                f"{figures['typed_same_answer']} |"
+            )
     lines += [
         "",
+        f"ingest {results['ingest_without_typed_seconds']} s without typed tables, "
+        f"{results['ingest_seconds']} s with them, of which the typed step "
+        f"{results['typed_step_seconds']} s ({results['typed_step_share_of_ingest']} of the "
+        "ingest without);",
         f"ingest {results['ingest_seconds']} s; views registered in "
         f"{results['register_views_seconds']} s (inferring), "
         f"{results['register_views_from_kept_columns_seconds']} s (columns kept by "

@@ -56,7 +56,7 @@ def _orders(prefix: str, count: int) -> list[tuple[str, str, dict[str, Any]]]:
 
 @pytest.fixture
 def typed_settings(warehouse_settings: Settings) -> Settings:
-    """A warehouse of the test's own, with the typed tables kept (the default)."""
+    """A warehouse of the test's own, with the typed tables kept."""
     return warehouse_settings.model_copy(update={"typed_tables": True})
 
 

@@ -124,6 +124,7 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
         "EVENTLAKE_BOOTSTRAP_SERVERS": own.bootstrap_servers,
         "EVENTLAKE_METASTORE_URI": metastore.uri,
         "EVENTLAKE_SHUFFLE_PARTITIONS": "2",
+        "EVENTLAKE_TYPED_TABLES": "true",
     }
 
     _eventlake(env, "ingest", "--topic", topic_name, "--state")

@@ -270,8 +270,8 @@ class Settings(BaseSettings, ObjectStoreSettings):
         description="Hours of each event type's newest data the typed views infer from.",
     )
     typed_tables: bool = Field(
-        default=True,
-        description="Ingest keeps a typed table per event type (typed/<type>) current.",
+        default=False,
+        description="Ingest keeps a typed table per event type current (docs/tables.md).",
     )
     typed_interval_seconds: NonNegativeFloat = Field(
         default=60.0,

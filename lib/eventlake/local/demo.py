@@ -152,6 +152,8 @@ def demo_environment(topic: str = DEMO_TOPIC) -> dict[str, str]:
         "EVENTLAKE_TOPICS": topic,
         "EVENTLAKE_STATE_TOPICS": json.dumps([topic]),
         "EVENTLAKE_REPUBLISH_ROUTES": json.dumps([route]),
+        # The demo's ingest keeps a typed table per event type (off by default).
+        "EVENTLAKE_TYPED_TABLES": "true",
     }
 
 

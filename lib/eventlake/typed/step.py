@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Final
 
-from pyspark.sql import Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.core.errors import TryAgainLater
@@ -36,7 +36,8 @@ from eventlake.core.locations import Location
 from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
-from eventlake.ledger.marks import INGEST, TYPED, read_marks
+from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
+from eventlake.spark.rows import computed_once, release
 from eventlake.typed.names import EVENT_TYPE_PROPERTY, frontier, table_event_type, typed_tables
 from eventlake.typed.tables import (
     add_columns_sql,
@@ -55,6 +56,10 @@ _log = progress_log(__name__)
 
 #: Hours of Kafka time a step's inference samples (all of its events: a backfill's too).
 _ALL_HOURS: Final = 24.0 * 366 * 100
+
+
+#: Columns of events no typed table has.
+_UNUSED_COLUMNS: Final = ("content_mode", "kafka_key", "ingested_at")
 
 
 class TypedTableTakenError(TryAgainLater, RuntimeError):
@@ -146,19 +151,39 @@ def _step(
         t for t, m in table_marks.items() if m and any(m.get(k, 0) < e for k, e in ends.items())
     }
     events = spark.read.format("delta").option("versionAsOf", version).load(events_path)
-    new = events.where(F.col("kafka_topic").isin(topics)).where(unlanded(low))
-    present = sorted(r["type"] for r in new.select("type").distinct().collect() if r["type"])
-    columns = (
-        type_columns(
-            spark,
-            new,
-            sample_hours=_ALL_HOURS,
-            only=present,
-            fetch_dataschemas=settings.fetch_dataschemas,
-        )
-        if present
-        else {}
+    # Read once, held on local disk: the inference and every type's write read it again.
+    new = computed_once(
+        events.where(F.col("kafka_topic").isin(topics)).where(unlanded(low)).drop(*_UNUSED_COLUMNS),
+        on_disk=True,
     )
+    try:
+        return _write_types(
+            spark, settings, ledger, new, tables, behind, topics, ends, note, batch_id
+        )
+    finally:
+        release(new)
+
+
+def _write_types(
+    spark: SparkSession,
+    settings: Settings,
+    ledger: Ledger,
+    new: DataFrame,
+    tables: dict[str, Location],
+    behind: set[str],
+    topics: list[str],
+    ends: Marks,
+    note: str,
+    batch_id: int | None,
+) -> TypedResult:
+    """Each type's rows of ``new`` into its table (made or widened first), and the marks
+    of every table ``behind`` moved to ``ends``."""
+    result = TypedResult()
+    # Every type of the new events, with the columns its sample shows.
+    columns = type_columns(
+        spark, new, sample_hours=_ALL_HOURS, fetch_dataschemas=settings.fetch_dataschemas
+    )
+    present = sorted(columns)
     for event_type in sorted(set(present) | behind):
         path = tables.get(event_type) or new_table_path(settings, event_type)
         fields = columns[event_type].fields if event_type in columns else {}
