@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from pyspark.sql.types import DecimalType, LongType, StringType
 
+from eventlake.core.settings import load_settings
 from eventlake.typed.names import frontier
-from eventlake.typed.step import TypedCadence, TypedResult
+from eventlake.typed.step import STAGING_FOLDER, TypedCadence, TypedResult, remove_stale_staging
 from eventlake.typed.tables import (
     FIELD_COMMENT,
     LEADING_COLUMNS,
@@ -88,3 +92,16 @@ def test_a_step_says_what_it_added_per_type() -> None:
     result = TypedResult({"a.b": 3, "c": 0}, created=["a.b"], columns={"c": ["x"]})
     assert result.line() == "typed: a.b +3 (new table), c +0 (new columns x) seconds=0.0"
     assert TypedResult().line() == "typed: nothing new seconds=0.0"
+
+
+def test_a_crashed_steps_staging_is_removed_once_an_hour_old(tmp_path: Path) -> None:
+    settings = load_settings(warehouse=tmp_path)
+    staging = tmp_path / STAGING_FOLDER
+    old, recent = (
+        staging / f"step-{int(time.time()) - 7200}-a",
+        staging / f"step-{int(time.time())}-b",
+    )
+    for folder in (old, recent):
+        (folder / "type=a.b").mkdir(parents=True)
+    remove_stale_staging(settings)
+    assert not old.exists() and recent.exists()

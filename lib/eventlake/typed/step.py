@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -37,7 +38,7 @@ from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
 from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
-from eventlake.spark.rows import computed_once, release
+from eventlake.storage.store import names, remove_tree
 from eventlake.typed.names import EVENT_TYPE_PROPERTY, frontier, table_event_type, typed_tables
 from eventlake.typed.tables import (
     add_columns_sql,
@@ -56,6 +57,10 @@ _log = progress_log(__name__)
 
 #: Hours of Kafka time a step's inference samples (all of its events: a backfill's too).
 _ALL_HOURS: Final = 24.0 * 366 * 100
+
+
+#: Where, under the warehouse, a step writes the new events by type while it runs.
+STAGING_FOLDER: Final = "_typed_staging"
 
 
 #: Columns of events no typed table has.
@@ -151,17 +156,39 @@ def _step(
         t for t, m in table_marks.items() if m and any(m.get(k, 0) < e for k, e in ends.items())
     }
     events = spark.read.format("delta").option("versionAsOf", version).load(events_path)
-    # Read once, held on local disk: the inference and every type's write read it again.
-    new = computed_once(
-        events.where(F.col("kafka_topic").isin(topics)).where(unlanded(low)).drop(*_UNUSED_COLUMNS),
-        on_disk=True,
+    # Read once and written by type (Parquet, a folder per type): the columns' sample and
+    # each type's write then read only their type's files, not all the new events.
+    staging = settings.warehouse / STAGING_FOLDER / f"step-{int(time.time())}-{uuid.uuid4().hex}"
+    remove_stale_staging(settings)
+    (
+        events.where(F.col("kafka_topic").isin(topics))
+        .where(unlanded(low))
+        .drop(*_UNUSED_COLUMNS)
+        .write.partitionBy("type")
+        .parquet(str(staging))
     )
     try:
+        new = spark.read.parquet(str(staging))
         return _write_types(
             spark, settings, ledger, new, tables, behind, topics, ends, note, batch_id
         )
     finally:
-        release(new)
+        remove_tree(staging)
+
+
+def remove_stale_staging(settings: Settings, older_than_seconds: float = 3600.0) -> None:
+    """Remove what steps that crashed left in the staging folder: folders named
+    ``step-<epoch seconds>-<id>`` older than an hour (a step beside this one may be
+    using its own).
+
+    Example:
+        >>> remove_stale_staging(settings)
+    """
+    folder = settings.warehouse / STAGING_FOLDER
+    for name in names(folder):
+        _, started, _ = [*name.split("-", 2), "", ""][:3]
+        if started.isdigit() and time.time() - int(started) > older_than_seconds:
+            remove_tree(folder / name)
 
 
 def _write_types(
