@@ -3,7 +3,10 @@ with the real test broker registers them in a real metastore, and Trino's Delta 
 connector finds them there (``make trino`` first; ``make test-trino``).
 
 Every figure is compared with Spark's, which reads the same tables by path: one
-:func:`_same_answer` per question, so a table's check is one short function.
+:func:`_same_answer` per question, so a table's check is one short function. A typed
+table (``eventlake.typed_<type>``, once ingest makes them) is one more entry of the
+fixture's :attr:`Landed.tables` and one function like
+:func:`test_trino_sums_a_plain_column_table_as_spark_does`.
 """
 
 from __future__ import annotations
