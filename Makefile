@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
+.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster trino test-trino cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -21,10 +21,12 @@ help:
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
 	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
+	@echo "make trino  - fetch Trino's server once (var/trino-server); eventlake trino start runs it"
+	@echo "make test-trino - Trino reads the landed tables by name from the metastore (tests/warehouse/test_trino.py)"
 	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make bench-s3 - the warehouse on the local S3 server against a local folder (KDI=<binary>: and kafka-delta-ingest)"
-	@echo "make stop   - stop the local Airflow, broker and S3 server"
+	@echo "make stop   - stop the local Airflow, broker, metastore, Trino and S3 server"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
 setup: system-packages demo-setup venv-dev class-archive
@@ -129,7 +131,19 @@ TEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 test: setup lint test-jvm
-	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not faults and not bench and not cluster"
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not faults and not bench and not cluster and not trino"
+
+# Trino's server (io.trino:trino-server, 821 MB) downloaded once into var/downloads
+# (checked against Maven Central's .sha1) and only lib/, bin/ and its Delta Lake plugin
+# unpacked into var/trino-server (395 MB): a no-op while that folder is current.
+trino: venv
+	$(PY) -m eventlake.local.trino_install
+
+# Trino (Java 24+: a Temurin 25 JDK) reads the tables eventlake registered in a metastore,
+# by name: not in `make test`, for the download and a third JVM beside Spark and the
+# metastore on 2 cores.
+test-trino: setup trino
+	$(VENV)/bin/pytest -m trino tests/warehouse/test_trino.py
 
 # The DAGs through Airflow's REST API on a local cluster the tests start and stop (its
 # own folder and free ports; the master on EVENTLAKE_SPARK_MASTER_PORT, 7077 unless
@@ -183,11 +197,13 @@ stop: venv
 	$(EVENTLAKE) airflow stop
 	$(EVENTLAKE) broker stop
 	$(EVENTLAKE) metastore stop
+	$(EVENTLAKE) trino stop
 	$(EVENTLAKE) s3-server stop
 
 clean:
 	-$(EVENTLAKE) airflow stop
 	-$(EVENTLAKE) broker stop
 	-$(EVENTLAKE) metastore stop
+	-$(EVENTLAKE) trino stop
 	-$(EVENTLAKE) s3-server stop
 	rm -rf var

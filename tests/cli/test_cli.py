@@ -26,6 +26,7 @@ def test_every_command_is_registered_in_order() -> None:
         "airflow",
         "s3-server",
         "metastore",
+        "trino",
     ]
 
 

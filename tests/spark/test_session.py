@@ -340,6 +340,15 @@ def test_session_writes_parquet_timestamps_as_micros(spark: SparkSession) -> Non
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
 
 
+def test_variant_columns_are_written_without_parquets_variant_annotation(
+    settings: Settings,
+) -> None:
+    # Trino 476 cannot read a Parquet file whose footer has it (tests/warehouse/test_trino.py).
+    assert spark_conf(settings)["spark.sql.parquet.variant.annotateLogicalType.enabled"] == (
+        "false"
+    )
+
+
 def test_delta_rs_reads_years_0001_and_9999_back_exactly(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -43,6 +43,11 @@ metastore_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(metastore_app, name="metastore")
+trino_app = typer.Typer(
+    help="Run the local Trino (its Delta Lake catalog on the metastore; make trino first).",
+    no_args_is_help=True,
+)
+app.add_typer(trino_app, name="trino")
 
 
 class _Status(Protocol):
@@ -122,9 +127,33 @@ def _metastore() -> _LocalServer:
     return LocalMetastore(load_local_settings())
 
 
+def _trino() -> _LocalServer:
+    from eventlake.local.settings import load_local_settings
+    from eventlake.local.trino import LocalTrino
+
+    return LocalTrino(load_local_settings())
+
+
 server_commands(broker_app, _broker, "broker")
 server_commands(s3_server_app, _s3_server, "S3 server")
 server_commands(metastore_app, _metastore, "metastore")
+server_commands(trino_app, _trino, "trino")
+
+
+@trino_app.command("query")
+def trino_query(sql: Annotated[str, typer.Argument(help="One statement of Trino SQL.")]) -> None:
+    """Run a statement on the local Trino (catalog delta: delta.eventlake.events); print
+    the columns, then one tab-separated line a row."""
+    from eventlake.local.settings import load_local_settings
+    from eventlake.local.trino import LocalTrino, TrinoError
+
+    try:
+        result = LocalTrino(load_local_settings()).query(sql)
+    except TrinoError as error:
+        fail(str(error))
+    typer.echo("\t".join(name for name, _ in result.columns))
+    for row in result.rows:
+        typer.echo("\t".join("NULL" if value is None else str(value) for value in row))
 
 
 @app.command()

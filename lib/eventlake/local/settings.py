@@ -55,6 +55,26 @@ class LocalSettings(Settings):
     metastore_port: int = Field(
         default=9083, description="Thrift port of the local Hive Metastore service."
     )
+    trino_server_url: str = Field(
+        default="https://repo1.maven.org/maven2/io/trino/trino-server/476/trino-server-476.tar.gz",
+        description="Trino's server archive (make trino downloads it once, then unpacks its "
+        "Delta Lake connector only).",
+    )
+    trino_server_dir: Path = in_project(
+        "var/trino-server",
+        description="The unpacked Trino server: lib/, bin/ and plugin/delta-lake (make trino).",
+    )
+    trino_dir: Path = in_project(
+        "var/trino",
+        description="Configuration, log and pid of the local Trino (eventlake trino start).",
+    )
+    trino_port: int = Field(default=8091, description="HTTP port of the local Trino.")
+    trino_heap: str = Field(default="1G", description="Java heap of the local Trino.")
+    trino_java_home: Path | None = Field(
+        default=None,
+        description="JDK of the local Trino (Java 24 or later); by default JAVA_HOME when it "
+        "is one, else the newest such /usr/lib/jvm/*.",
+    )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")
     broker_sasl_port: int | None = Field(
