@@ -10,6 +10,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType
 
 from eventlake.core.settings import load_settings
 from eventlake.typed.names import frontier
+from eventlake.typed.staging import object_fields
 from eventlake.typed.step import STAGING_FOLDER, TypedCadence, TypedResult, remove_stale_staging
 from eventlake.typed.tables import (
     FIELD_COMMENT,
@@ -42,10 +43,10 @@ def test_a_typed_table_has_the_attributes_then_the_fields_then_the_data_and_kafk
 
 
 def test_a_field_named_like_a_column_gets_a_prefix_and_keeps_its_key() -> None:
-    schema = typed_schema({"id": "BIGINT", "data": "STRING", "n": "BIGINT"})
+    schema = typed_schema({"id": "BIGINT", "kafka_offset": "STRING", "n": "BIGINT"})
     assert table_fields(schema) == {
         "id": ("data_id", "bigint"),
-        "data": ("data_data", "string"),
+        "kafka_offset": ("data_kafka_offset", "string"),
         "n": ("n", "bigint"),
     }
     assert schema["data_id"].metadata == {"comment": FIELD_COMMENT + "id"}
@@ -105,3 +106,14 @@ def test_a_crashed_steps_staging_is_removed_once_an_hour_old(tmp_path: Path) -> 
         (folder / "type=a.b").mkdir(parents=True)
     remove_stale_staging(settings)
     assert not old.exists() and recent.exists()
+
+
+def test_a_shape_of_the_data_gives_its_top_level_fields_with_quoted_names() -> None:
+    shape = "OBJECT<`na``me`: DECIMAL(2,1), items: ARRAY<OBJECT<a: BIGINT, b: STRING>>, n: BIGINT>"
+    assert object_fields(shape) == {
+        "na`me": "DECIMAL(38,1)",
+        "items": "ARRAY<OBJECT<a: BIGINT, b: STRING>>",
+        "n": "BIGINT",
+    }
+    assert object_fields("ARRAY<BIGINT>") == {}  # data that is not an object: no fields
+    assert object_fields(None) == {}

@@ -31,6 +31,7 @@ from typing import Final
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from eventlake.core.errors import TryAgainLater
 from eventlake.core.locations import Location
@@ -38,9 +39,12 @@ from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
 from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
-from eventlake.storage.store import names, remove_tree
+from eventlake.storage.store import exists, names, remove_tree
 from eventlake.typed.names import EVENT_TYPE_PROPERTY, frontier, table_event_type, typed_tables
+from eventlake.typed.staging import stage
 from eventlake.typed.tables import (
+    LEADING_COLUMNS,
+    TRAILING_COLUMNS,
     add_columns_sql,
     added_fields,
     new_table_path,
@@ -63,8 +67,8 @@ _ALL_HOURS: Final = 24.0 * 366 * 100
 STAGING_FOLDER: Final = "_typed_staging"
 
 
-#: Columns of events no typed table has.
-_UNUSED_COLUMNS: Final = ("content_mode", "kafka_key", "ingested_at")
+#: The columns of events a typed table has as they are.
+_STAGED_COLUMNS: Final = (*LEADING_COLUMNS, *TRAILING_COLUMNS)
 
 
 class TypedTableTakenError(TryAgainLater, RuntimeError):
@@ -156,24 +160,16 @@ def _step(
         t for t, m in table_marks.items() if m and any(m.get(k, 0) < e for k, e in ends.items())
     }
     events = spark.read.format("delta").option("versionAsOf", version).load(events_path)
-    # Read once and written by type (Parquet, a folder per type): the columns' sample and
-    # each type's write then read only their type's files, not all the new events.
+    new = events.where(F.col("kafka_topic").isin(topics)).where(unlanded(low))
     staging = settings.warehouse / STAGING_FOLDER / f"step-{int(time.time())}-{uuid.uuid4().hex}"
     remove_stale_staging(settings)
-    (
-        events.where(F.col("kafka_topic").isin(topics))
-        .where(unlanded(low))
-        .drop(*_UNUSED_COLUMNS)
-        .write.partitionBy("type")
-        .parquet(str(staging))
-    )
     try:
-        new = spark.read.parquet(str(staging))
         return _write_types(
-            spark, settings, ledger, new, tables, behind, topics, ends, note, batch_id
+            spark, settings, ledger, new, staging, tables, behind, topics, ends, (note, batch_id)
         )
     finally:
-        remove_tree(staging)
+        if exists(staging):
+            remove_tree(staging)
 
 
 def remove_stale_staging(settings: Settings, older_than_seconds: float = 3600.0) -> None:
@@ -196,44 +192,65 @@ def _write_types(
     settings: Settings,
     ledger: Ledger,
     new: DataFrame,
+    staging: Location,
     tables: dict[str, Location],
     behind: set[str],
     topics: list[str],
     ends: Marks,
-    note: str,
-    batch_id: int | None,
+    run: tuple[str, int | None],
 ) -> TypedResult:
-    """Each type's rows of ``new`` into its table (made or widened first), and the marks
-    of every table ``behind`` moved to ``ends``."""
+    """Each type's rows of ``new`` into its table, and the marks of every table
+    ``behind`` moved to ``ends``: a new type's table made first (its columns from a
+    sample), then one pass that stages every type's columns (:mod:`eventlake.typed.staging`),
+    then a write per type from its staged rows; a type whose data showed a new field
+    gets the column, and its rows are read from ``new`` instead."""
     result = TypedResult()
-    # Every type of the new events, with the columns its sample shows.
-    columns = type_columns(
-        spark, new, sample_hours=_ALL_HOURS, fetch_dataschemas=settings.fetch_dataschemas
-    )
-    present = sorted(columns)
+    # The type column alone: cheap beside the data.
+    present = sorted(r["type"] for r in new.select("type").distinct().collect() if r["type"])
+    fresh = [t for t in present if t not in tables]
+    if fresh:
+        sampled = type_columns(
+            spark,
+            new,
+            sample_hours=_ALL_HOURS,
+            only=fresh,
+            fetch_dataschemas=settings.fetch_dataschemas,
+        )
+        for event_type in fresh:
+            path = new_table_path(settings, event_type)
+            known = sampled[event_type].fields if event_type in sampled else {}
+            _prepare(spark, path, event_type, known, result)
+            tables[event_type] = path
+    schemas = {t: _schema(tables[t]) for t in present}
+    staged = stage(spark, new, schemas, staging, _STAGED_COLUMNS) if present else None
     for event_type in sorted(set(present) | behind):
-        path = tables.get(event_type) or new_table_path(settings, event_type)
-        fields = columns[event_type].fields if event_type in columns else {}
-        added = _prepare(spark, path, event_type, fields, result)
-        if added:
-            result.columns[event_type] = added
+        path = tables[event_type]
         rows = None
         counted = Observation()
-        if event_type in present:
-            marks = ledger.marks(str(path), TYPED, topics)
-            schema = table_schema(path)
-            assert schema is not None
-            rows = (
-                new.where(F.col("type") == event_type)
-                .where(unlanded(marks))
-                .selectExpr(*row_columns(schema))
-                .observe(counted, F.count(F.lit(1)).alias("rows"))
+        if staged is not None and event_type in present:
+            added = _prepare(spark, path, event_type, staged.fields(event_type), result)
+            schema = _schema(path)
+            if added:
+                # The pass did not compute the new columns: this type's rows from the events.
+                result.columns[event_type] = added
+                typed = new.where(F.col("type") == event_type).selectExpr(*row_columns(schema))
+            else:
+                typed = staged.rows(event_type, schema)
+            rows = typed.where(unlanded(ledger.marks(str(path), TYPED, topics))).observe(
+                counted, F.count(F.lit(1)).alias("rows")
             )
         pending = ledger.write(str(path), rows)
-        ledger.commit(str(path), pending, TYPED, ends, note=note, batch=batch_id)
+        ledger.commit(str(path), pending, TYPED, ends, note=run[0], batch=run[1])
         if rows is not None:
             result.rows[event_type] = int(counted.get.get("rows", 0))
     return result
+
+
+def _schema(path: Location) -> StructType:
+    schema = table_schema(path)
+    if schema is None:
+        raise TypedTableTakenError(f"{path} is not there any more; trying again")
+    return schema
 
 
 def _prepare(

@@ -6,10 +6,10 @@ a second type of the same slug gets ``<slug>_2``).
 
 Columns: the CloudEvents attributes and ``extensions`` as in ``events``; one column per
 top-level field of the data, commented ``data field <key>`` (the key the column reads,
-whatever the column is called); ``data`` (the event's data, bytes as received); where in
-Kafka. A scalar field has its inferred (or dataschema's) type; an object, an array or a
-field of mixed kinds is its JSON text (STRING). A value that does not cast to its
-column's type is NULL there, and ``data`` keeps it.
+whatever the column is called); where in Kafka. A scalar field has its inferred (or
+dataschema's) type; an object, an array or a field of mixed kinds is its JSON text
+(STRING). A value that does not cast to its column's type is NULL there; ``events``
+keeps the event whole at the same Kafka coordinates.
 
 Example:
     >>> typed_tables(settings)
@@ -61,7 +61,7 @@ FIELD_COMMENT: Final = "data field "
 
 #: Columns of every typed table besides its fields, before and after them.
 LEADING_COLUMNS: Final = VIEW_ATTRIBUTES
-TRAILING_COLUMNS: Final = ("data", *VIEW_KAFKA_COLUMNS)
+TRAILING_COLUMNS: Final = VIEW_KAFKA_COLUMNS
 
 
 def new_table_path(settings: Settings, event_type: str) -> Location:
