@@ -99,6 +99,7 @@ infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	$(MVN) -P kafka dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/kafka
 	$(MVN) -P s3a dependency:copy-dependencies -DoutputDirectory=jars/spark
 	$(MVN) -P s3server dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/s3server
+	$(MVN) -P metastore dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/metastore
 	@touch $@
 
 # The broker, a sample stream, a local Airflow running the DAGs, then queries; ends on
