@@ -19,7 +19,7 @@ help:
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff, mypy, the packages' layers (import-linter), no import circle, no module over 450 lines"
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
-	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
+	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, its metastore, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
 	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"

@@ -123,7 +123,9 @@ def _local_settings(cluster: LocalCluster, warehouse_name: str) -> Settings:
 
 
 def _registered_tables(cluster: LocalCluster) -> dict[str, str]:
-    """``schema.table`` -> location of every table in the cluster metastore's database."""
+    """``schema.table`` -> path of every table in the cluster metastore's database. Spark
+    keeps a Delta table's path in its storage parameter ``path`` (SERDE_PARAMS): the
+    storage descriptor's own LOCATION is a placeholder (``...-__PLACEHOLDER__``)."""
     import psycopg2
 
     connection = psycopg2.connect(
@@ -136,8 +138,10 @@ def _registered_tables(cluster: LocalCluster) -> dict[str, str]:
     try:
         with connection.cursor() as cursor:
             cursor.execute(
-                'SELECT d."NAME", t."TBL_NAME", s."LOCATION" FROM "TBLS" t '
-                'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" JOIN "SDS" s ON s."SD_ID" = t."SD_ID"'
+                'SELECT d."NAME", t."TBL_NAME", p."PARAM_VALUE" FROM "TBLS" t '
+                'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" JOIN "SDS" s ON s."SD_ID" = t."SD_ID" '
+                'JOIN "SERDE_PARAMS" p ON p."SERDE_ID" = s."SERDE_ID" AND p."PARAM_KEY" = %s',
+                ("path",),
             )
             return {f"{db}.{table}": str(location) for db, table, location in cursor}
     finally:
