@@ -19,7 +19,7 @@ help:
 	@echo "make test   - set up, then run the whole test suite (lint included)"
 	@echo "make lint   - ruff, mypy, the packages' layers (import-linter), no import circle, no module over 450 lines"
 	@echo "make test-jvm - the JUnit tests of the JVM decoder and encoder (lib/jvm)"
-	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, Airflow)"
+	@echo "make test-cluster - the DAGs end to end on a local cluster (Spark standalone, PostgreSQL, its metastore, Airflow)"
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
 	@echo "make trino  - fetch Trino's server once (var/trino-server); eventlake trino start runs it"
 	@echo "make test-trino - Trino reads the landed tables by name from the metastore (tests/warehouse/test_trino.py)"
@@ -101,6 +101,7 @@ infra/jars/.fetched: infra/pom.xml infra/maven-settings.xml
 	$(MVN) -P kafka dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/kafka
 	$(MVN) -P s3a dependency:copy-dependencies -DoutputDirectory=jars/spark
 	$(MVN) -P s3server dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/s3server
+	$(MVN) -P metastore dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=jars/metastore
 	@touch $@
 
 # The broker, a sample stream, a local Airflow running the DAGs, then queries; ends on

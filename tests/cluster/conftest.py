@@ -82,6 +82,7 @@ def cluster_settings() -> Iterator[LocalSettings]:
         spark_master_ui_port=free_port(),
         spark_worker_ui_port=_free_pair(),
         cluster_airflow_port=free_port(),
+        cluster_metastore_port=free_port(),
         driver_memory="1g",
         shuffle_partitions=2,
     )

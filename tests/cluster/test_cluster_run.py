@@ -26,12 +26,14 @@ from eventlake.kafka.clients import produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.local.airflow import LocalAirflow
 from eventlake.local.cluster import LocalCluster
+from eventlake.local.postgres import METASTORE_DATABASE, METASTORE_USER
 from eventlake.local.samples import produce_samples
 from eventlake.local.spark_standalone import worker_name
 from eventlake.orchestration import plan_ingest, plan_quality, plan_republish
 from eventlake.spark.conf import spark_jars
 from eventlake.storage import store
-from eventlake.warehouse.names import state_path
+from eventlake.warehouse.catalog import same_location
+from eventlake.warehouse.names import catalog_name, state_path
 from tests.cluster.cluster_tools import (
     app_ids,
     apps_since,
@@ -120,6 +122,32 @@ def _local_settings(cluster: LocalCluster, warehouse_name: str) -> Settings:
     )
 
 
+def _registered_tables(cluster: LocalCluster) -> dict[str, str]:
+    """``schema.table`` -> path of every table in the cluster metastore's database. Spark
+    keeps a Delta table's path in its storage parameter ``path`` (SERDE_PARAMS): the
+    storage descriptor's own LOCATION is a placeholder (``...-__PLACEHOLDER__``)."""
+    import psycopg2
+
+    connection = psycopg2.connect(
+        host="127.0.0.1",
+        port=cluster.postgres.port,
+        user=METASTORE_USER,
+        password=cluster.postgres.metastore_password(),
+        dbname=METASTORE_DATABASE,
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                'SELECT d."NAME", t."TBL_NAME", p."PARAM_VALUE" FROM "TBLS" t '
+                'JOIN "DBS" d ON d."DB_ID" = t."DB_ID" JOIN "SDS" s ON s."SD_ID" = t."SD_ID" '
+                'JOIN "SERDE_PARAMS" p ON p."SERDE_ID" = s."SERDE_ID" AND p."PARAM_KEY" = %s',
+                ("path",),
+            )
+            return {f"{db}.{table}": str(location) for db, table, location in cursor}
+    finally:
+        connection.close()
+
+
 def test_dags_on_the_cluster_use_both_workers_and_equal_a_local_run(
     cluster: LocalCluster, figures: dict[str, Any]
 ) -> None:
@@ -191,6 +219,16 @@ def test_dags_on_the_cluster_use_both_workers_and_equal_a_local_run(
         for name, text in executors.items()
         if secret.get_secret_value() in text
     ]
+
+    # The DAGs' jobs registered their tables in the cluster's metastore, whose catalog is
+    # in PostgreSQL's metastore database (read there, as the metastore's own user).
+    registered = _registered_tables(cluster)
+    figures["metastore_tables"] = sorted(registered)
+    wanted = ("events", "rejects", "dq_results", f"state/{SAMPLE_TOPIC}")
+    for table in wanted:
+        name = catalog_name(table, settings.metastore_schema)
+        assert name in registered, (name, registered)
+        assert same_location(registered[name], str(settings.table_path(table)))
 
     # The same jobs in local mode, on a warehouse and a route target of their own.
     local = _local_settings(cluster, "warehouse-local")

@@ -48,6 +48,7 @@ REQUIRED_SERVICES = {
     "spark-master",
     "spark-worker",
     "postgres",
+    "metastore",
     "airflow-init",
     "airflow-api-server",
     "airflow-scheduler",
@@ -185,7 +186,9 @@ def test_dockerfile_exists() -> None:
     assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
 
 
-@pytest.mark.parametrize("command", MAVEN_COMMANDS, ids=["spark", "kafka", "s3a", "s3server"])
+@pytest.mark.parametrize(
+    "command", MAVEN_COMMANDS, ids=["spark", "kafka", "s3a", "s3server", "metastore"]
+)
 def test_dockerfile_fetches_jars_with_maven(command: str) -> None:
     assert DOCKERFILE.is_file(), f"{DOCKERFILE} is missing"
 
@@ -358,3 +361,39 @@ def test_the_dags_get_the_object_store_as_the_aws_default_connection() -> None:
     assert connection["password"] == REQUIRED_SECRETS["EVENTLAKE_S3_SECRET_ACCESS_KEY"]
     # The tasks take the keys from the connection, not from their environment.
     assert "EVENTLAKE_S3_SECRET_ACCESS_KEY" not in env
+
+
+def test_the_metastore_keeps_its_catalog_on_postgres_and_the_jobs_register_in_it() -> None:
+    services = _resolved_services()
+    metastore = services["metastore"]
+    env = metastore["environment"]
+
+    assert metastore.get("image") == PROJECT_IMAGE
+    assert _command("metastore") == ["python", "-m", "eventlake.local.metastore_container"]
+    assert env["EVENTLAKE_METASTORE_DATABASE_URL"] == "jdbc:postgresql://postgres:5432/metastore"
+    assert (
+        env["EVENTLAKE_METASTORE_DATABASE_USER"]
+        == services["postgres"]["environment"]["POSTGRES_USER"]
+    )
+    # The password from .env, in its environment only (never on its command line).
+    password = REQUIRED_SECRETS["AIRFLOW_DB_PASSWORD"]
+    assert env["EVENTLAKE_METASTORE_DATABASE_PASSWORD"] == password
+    assert password not in json.dumps(metastore.get("command", ""))
+    assert "EVENTLAKE_SPARK_AUTH_SECRET" not in env  # a secret it has no use for
+    assert metastore["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert metastore["ports"] == ["127.0.0.1:9083:9083/tcp"]  # as docker-compose 1.29 gives it
+    uri = f"thrift://metastore:{env['EVENTLAKE_METASTORE_PORT']}"
+    for name in ("airflow-scheduler", "airflow-triggerer", "stream"):
+        assert services[name]["environment"]["EVENTLAKE_METASTORE_URI"] == uri, name
+        assert "metastore" in services[name]["depends_on"], name
+
+
+def test_the_image_gives_the_metastore_its_driver_and_a_folder_of_its_own() -> None:
+    text = _dockerfile_text()
+
+    assert "EVENTLAKE_METASTORE_JARS_DIR=/opt/eventlake/infra/jars/metastore" in text
+    assert "EVENTLAKE_METASTORE_DIR" not in text  # docker-compose.yml names it
+    assert "/opt/metastore" in text
+    assert _resolved_services()["metastore"]["environment"]["EVENTLAKE_METASTORE_DIR"] == (
+        "/opt/metastore"
+    )

@@ -25,6 +25,7 @@ def local(tmp_path: Path) -> LocalSettings:
         spark_master_ui_port=free_port(),
         spark_worker_ui_port=free_port(),
         cluster_airflow_port=free_port(),
+        cluster_metastore_port=free_port(),
     )
 
 
@@ -34,11 +35,27 @@ def test_jobs_on_the_cluster_are_planned_for_its_master(local: LocalSettings) ->
     assert LocalCluster(local).settings.spark_master == settings.spark_master
 
 
+def test_the_clusters_jobs_register_their_tables_in_its_metastore_on_postgresql(
+    local: LocalSettings,
+) -> None:
+    settings = cluster_settings(local)
+    assert settings.metastore_uri == f"thrift://127.0.0.1:{local.cluster_metastore_port}"
+    assert settings.metastore_port == local.cluster_metastore_port
+    assert settings.metastore_dir == local.cluster_dir / "metastore"
+    assert settings.metastore_database_url == (
+        f"jdbc:postgresql://127.0.0.1:{local.postgres_port}/metastore"
+    )
+    assert settings.metastore_database_user == "metastore"
+    assert settings.metastore_database_password is None  # read from its file at the start
+    assert LocalCluster(local).metastore.uri == settings.metastore_uri
+
+
 def test_every_fixed_port_comes_from_the_settings(local: LocalSettings) -> None:
     ports = LocalCluster(local).ports()
     assert ports == {
         "broker": [local.broker_port, local.controller_port],
         "postgres": [local.postgres_port],
+        "metastore": [local.cluster_metastore_port],
         "spark": [
             local.spark_master_port,
             local.spark_master_ui_port,
@@ -62,6 +79,7 @@ def test_a_taken_port_refuses_the_start_before_anything_runs(tmp_path: Path) -> 
                 controller_port=free_port(),
                 postgres_port=port,
                 cluster_airflow_port=free_port(),
+                cluster_metastore_port=free_port(),
                 spark_master_port=free_port(),
                 spark_master_ui_port=free_port(),
                 spark_worker_ui_port=free_port(),
@@ -80,6 +98,7 @@ def test_status_of_a_cluster_that_never_ran(local: LocalSettings) -> None:
     assert [s.name for s in statuses] == [
         "broker",
         "postgres",
+        "metastore",
         "spark-master",
         "spark-worker-1",
         "spark-worker-2",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.core.settings import Settings
+from eventlake.core.settings import Settings, load_settings
 from eventlake.ingest import IngestRequest, run_ingest
 from eventlake.kafka.clients import produce_all
 from eventlake.kafka.topics import create_topic
@@ -28,6 +28,7 @@ from eventlake.runs.lineage import (
     PARENT_CONFS,
     Dataset,
     ParentRun,
+    job_run,
     kafka_dataset,
     kafka_namespace,
     lineage_configured,
@@ -35,9 +36,10 @@ from eventlake.runs.lineage import (
     parent_from_env,
     parse_run_id,
     table_dataset,
+    warehouse_dataset,
 )
 from eventlake.state.reconcile import reconcile_state
-from eventlake.warehouse.names import state_path
+from eventlake.warehouse.names import catalog_name, state_path
 from tests.helpers import keyed_events, produce_events
 
 PARENT_RUN_ID = "01936a9c-0000-7000-8000-000000000001"
@@ -86,6 +88,19 @@ def test_table_dataset_follows_the_naming_conventions(location: str, dataset: Da
 
 def test_a_relative_table_path_is_made_absolute() -> None:
     assert table_dataset("lake/events") == Dataset("file", str(Path.cwd() / "lake/events"))
+
+
+def test_a_warehouse_table_has_its_catalog_name_only_with_a_metastore() -> None:
+    plain = load_settings(warehouse="/lake")
+    named = load_settings(warehouse="/lake", metastore_uri="thrift://u@ms1:9083,thrift://ms2:9083")
+
+    assert warehouse_dataset(plain, "events").symlink is None
+    dataset = warehouse_dataset(named, "state/demo.Orders")
+    assert dataset == Dataset("file", "/lake/state/demo.Orders")  # a symlink is not a name
+    assert dataset.symlink == Dataset("hive://ms1:9083", "eventlake.state_demo_orders")
+    assert warehouse_dataset(named, "events").symlink == Dataset(
+        "hive://ms1:9083", catalog_name("events", named.metastore_schema)
+    )
 
 
 @pytest.mark.parametrize(
@@ -299,10 +314,19 @@ def test_reconcile_then_maintain_emit_the_topic_and_the_tables_they_rewrite(
     topic_name: str,
     lineage_file: Path,
 ) -> None:
-    settings = warehouse_settings
+    # With a metastore: the tables carry their catalog names. (This session's own catalog
+    # registers them, in a schema of this test's: nothing connects to the URI.)
+    schema = f"lineage_{topic_name[2:]}"
+    settings = warehouse_settings.model_copy(
+        update={"metastore_uri": "thrift://metastore.example:9083", "metastore_schema": schema}
+    )
     create_topic(settings, topic_name, config={"cleanup.policy": "compact"})
     produce_all(settings, topic_name, keyed_events(["a", "b", "a"], tombstones=("b",)))
-    reconcile_state(spark, settings, topic_name)
+    try:
+        reconcile_state(spark, settings, topic_name)
+        assert spark.catalog.tableExists(catalog_name(f"state/{topic_name}", schema))
+    finally:
+        spark.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     run_maintenance(spark, settings, MaintenanceRequest(dry_run=True), report=print)
     run_maintenance(spark, settings, MaintenanceRequest(), report=print)
 
@@ -318,6 +342,33 @@ def test_reconcile_then_maintain_emit_the_topic_and_the_tables_they_rewrite(
     # The dry run emitted nothing; the real one reads and rewrites every table.
     _, maintained = assert_start_complete(runs_of(events, "maintain"))
     assert datasets(maintained, "inputs") == datasets(maintained, "outputs") == state
+    named = {
+        "namespace": "hive://metastore.example:9083",
+        "name": catalog_name(f"state/{topic_name}", schema),
+        "type": "TABLE",
+    }
+    for event, side in ((reconciled, "outputs"), (maintained, "inputs")):
+        assert [d["facets"]["symlinks"]["identifiers"] for d in event[side]] == [[named]]
+
+
+def test_a_table_with_a_catalog_name_carries_it_as_a_symlink_in_the_event(
+    tmp_path: Path, lineage_file: Path
+) -> None:
+    settings = load_settings(warehouse=tmp_path / "wh", metastore_uri="thrift://ms:9083")
+    topic = kafka_dataset("127.0.0.1:9092", "orders")
+    with job_run(None, "ingest.orders", inputs=[topic], outputs=[
+        warehouse_dataset(settings, "events"), table_dataset(tmp_path / "elsewhere")
+    ]):  # fmt: skip
+        pass
+
+    for event in read_events(lineage_file):
+        assert "facets" not in event["inputs"][0] or not event["inputs"][0]["facets"]
+        elsewhere, events = sorted(event["outputs"], key=lambda d: d["name"])
+        assert events["name"] == str(tmp_path / "wh" / "events")
+        assert events["facets"]["symlinks"]["identifiers"] == [
+            {"namespace": "hive://ms:9083", "name": "eventlake.events", "type": "TABLE"}
+        ]
+        assert not elsewhere.get("facets")
 
 
 def test_a_failing_job_emits_fail_with_its_error(

@@ -103,7 +103,7 @@ def _plain_spark_sql(uri: str, folder: Path, sql: str) -> list[str]:
     return result.stdout.split()
 
 
-def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name(
+def test_ingest_and_reconcile_register_their_tables_and_a_plain_spark_sql_reads_them(
     broker: LocalBroker,
     settings: LocalSettings,
     metastore: LocalMetastore,
@@ -127,23 +127,34 @@ def test_an_ingest_registers_its_tables_and_a_plain_spark_sql_reads_them_by_name
         "EVENTLAKE_TYPED_TABLES": "true",
     }
 
+    # A second compacted topic whose state table only `eventlake reconcile` makes.
+    rebuilt_topic = f"{topic_name}.r"
+    create_topic(own, rebuilt_topic, config={"cleanup.policy": "compact"})
+    produce_all(own, rebuilt_topic, [(b"a", b"{}", binary_headers("r1"))])
+
     _eventlake(env, "ingest", "--topic", topic_name, "--state")
+    said = _eventlake(env, "reconcile", "--topic", rebuilt_topic)
     listed = _eventlake(env, "catalog")
 
     state = catalog_name(f"state/{topic_name}", "eventlake")
-    for name in ("eventlake.events", "eventlake.rejects", state, "eventlake.typed_t_test"):
+    rebuilt = catalog_name(f"state/{rebuilt_topic}", "eventlake")
+    assert f"catalog: registered {rebuilt}" in said, said
+    for name in ("eventlake.events", "eventlake.rejects", state, rebuilt, "eventlake.typed_t_test"):
         assert name in listed, listed
-    assert "registered now" not in listed  # the ingest registered every table it made
+    # The ingest and the reconcile registered every table they made.
+    assert "registered now" not in listed
     counts = _plain_spark_sql(
         metastore.uri,
         tmp_path,
         "SELECT count(*) FROM eventlake.events; SELECT count(*) FROM eventlake.rejects; "
         f"SELECT to_json(sort_array(collect_list(id))) FROM {state}; "
+        f"SELECT to_json(collect_list(id)) FROM {rebuilt}; "
         "SELECT sum(amount) FROM eventlake.typed_t_test;",
     )
     assert counts[:2] == ["7", "1"]
     assert json.loads(counts[2]) == ["e4", "e5", "e6"]  # the latest record of each key
-    assert counts[3] == "21"  # the typed table's plain column: 0 + 1 + ... + 6
+    assert json.loads(counts[3]) == ["r1"]
+    assert counts[4] == "21"  # the typed table's plain column: 0 + 1 + ... + 6
 
     # Another warehouse on the same metastore and schema: its events would take the name
     # the first one's has. Said, not registered over it.

@@ -43,7 +43,7 @@ from eventlake.ledger.offset_ranges import (
     split_range,
     starting_offsets_json,
 )
-from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.runs.lineage import job_run, kafka_dataset, warehouse_dataset
 from eventlake.runs.offset_log import logged_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
 from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
@@ -53,7 +53,7 @@ from eventlake.state.reconcile import reconcile_state
 from eventlake.typed.step import TypedCadence, typed_step
 from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.delta_log import may_hold_topic
-from eventlake.warehouse.names import EVENTS, REJECTS, state_path
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path, state_table
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
 
 _log = progress_log(__name__)
@@ -74,9 +74,9 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
     """Run one ingest (streaming or bounded batch) and return its counts, with its
     OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`)."""
     topics = list(request.topics)
-    events, rejects = (table_dataset(settings.table_path(n)) for n in (EVENTS, REJECTS))
+    events, rejects = (warehouse_dataset(settings, n) for n in (EVENTS, REJECTS))
     kept = kept_state(settings, request, topics)
-    states = [table_dataset(state_path(settings, t)) for t in kept]
+    states = [warehouse_dataset(settings, state_table(t)) for t in kept]
     with job_run(
         spark,
         ingest_job_name(request),

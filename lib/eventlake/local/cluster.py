@@ -4,7 +4,10 @@
 * with ``cluster_object_store``, the local S3 server (:mod:`eventlake.local.s3_server`)
   holding the warehouse, which Airflow's tasks reach through the ``aws_default``
   connection and the executors through their driver's S3A settings;
-* PostgreSQL (:mod:`eventlake.local.postgres`), Airflow's metadata database;
+* PostgreSQL (:mod:`eventlake.local.postgres`), Airflow's metadata database and, in a
+  database of its own (``metastore``, its own user), the catalog of
+* a Hive Metastore (:mod:`eventlake.local.metastore`) on 127.0.0.1:``cluster_metastore_port``,
+  where the DAGs' jobs register the tables by name (``EVENTLAKE_METASTORE_URI``);
 * a Spark standalone master and workers, each its own JVM
   (:mod:`eventlake.local.spark_standalone`);
 * Airflow (:mod:`eventlake.local.airflow`): api-server, scheduler, dag-processor and
@@ -23,7 +26,7 @@ Example:
     >>> cluster.start()
     >>> run_id = cluster.airflow_client().trigger("eventlake_ingest")
     >>> cluster.stop()
-    ['airflow', 'spark', 'postgres', 'broker']
+    ['airflow', 'spark', 'metastore', 'postgres', 'broker']
 
 """
 
@@ -34,13 +37,15 @@ from pathlib import Path
 from typing import Final
 
 import httpx
+from pydantic import SecretStr
 
 from eventlake.core.errors import EventlakeError
 from eventlake.core.locations import Location
 from eventlake.local import processes
 from eventlake.local.airflow import ALL_COMPONENTS, PIDS_FILE, LocalAirflow, stop_local_airflow
 from eventlake.local.broker import LocalBroker
-from eventlake.local.postgres import LocalPostgres
+from eventlake.local.metastore import LocalMetastore
+from eventlake.local.postgres import METASTORE_USER, LocalPostgres
 from eventlake.local.processes import ComponentStatus, port_in_use
 from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.settings import LocalSettings
@@ -48,7 +53,7 @@ from eventlake.local.spark_standalone import SparkStandalone, master_url
 from eventlake.storage.store import on_object_store
 
 #: The parts of the cluster in start order; stop goes the other way.
-PARTS: Final = ("broker", "object-store", "postgres", "spark", "airflow")
+PARTS: Final = ("broker", "object-store", "postgres", "metastore", "spark", "airflow")
 #: The warehouse of a cluster with an object store, unless the settings name one on S3.
 CLUSTER_WAREHOUSE: Final = "s3a://eventlake/warehouse"
 
@@ -62,15 +67,27 @@ class ClusterRefused(ClusterError):
 
 
 def cluster_settings(settings: LocalSettings) -> LocalSettings:
-    """``settings`` with the local master as ``spark_master``, and with
+    """``settings`` with the local master as ``spark_master``, the cluster's metastore
+    as ``metastore_uri`` (its folder, port and PostgreSQL database as the ``metastore_*``
+    of the service; the password is read at its start), and with
     ``cluster_object_store`` the local S3 server as the warehouse's store: what the
     cluster's Airflow workers plan their jobs with.
 
     Example:
         >>> cluster_settings(load_local_settings(spark_master_port=7077)).spark_master
         'spark://127.0.0.1:7077'
+        >>> cluster_settings(load_local_settings()).metastore_uri
+        'thrift://127.0.0.1:9084'
     """
-    update: dict[str, object] = {"spark_master": master_url(settings)}
+    update: dict[str, object] = {
+        "spark_master": master_url(settings),
+        "metastore_uri": f"thrift://127.0.0.1:{settings.cluster_metastore_port}",
+        "metastore_dir": settings.cluster_dir / "metastore",
+        "metastore_port": settings.cluster_metastore_port,
+        "metastore_host": "127.0.0.1",
+        "metastore_database_url": LocalPostgres(settings).metastore_jdbc_url(),
+        "metastore_database_user": METASTORE_USER,
+    }
     if settings.cluster_object_store:
         update.update(dict(LocalS3Server(settings).connection()))
         if on_object_store(settings.warehouse) is None:
@@ -92,6 +109,7 @@ class LocalCluster:
         self.broker = LocalBroker(self.settings)
         self.object_store = LocalS3Server(self.settings)
         self.postgres = LocalPostgres(self.settings)
+        self.metastore = LocalMetastore(self.settings)
         self.spark = SparkStandalone(self.settings)
         self.airflow_home = self.settings.cluster_dir / "airflow"
         self.airflow_port = self.settings.cluster_airflow_port
@@ -154,6 +172,12 @@ class LocalCluster:
                 else []
             ),
             self.postgres.status(),
+            ComponentStatus(
+                "metastore",
+                self.metastore.pid(),
+                self.metastore.uri,
+                self.metastore.pid() is not None and self.metastore.answers(),
+            ),
             *self.spark.status(),
         ]
         pids = self.airflow_pids()
@@ -182,6 +206,8 @@ class LocalCluster:
             running.add("object-store")
         if self.postgres.pid() is not None:
             running.add("postgres")
+        if self.metastore.pid() is not None:
+            running.add("metastore")
         if self.spark.pids():
             running.add("spark")
         if self.airflow_pids():
@@ -198,6 +224,7 @@ class LocalCluster:
                 else {}
             ),
             "postgres": [self.settings.postgres_port],
+            "metastore": [self.settings.metastore_port],
             "spark": self.spark.ports(),
             "airflow": [self.airflow_port],
         }
@@ -224,6 +251,7 @@ class LocalCluster:
             raise ClusterRefused(
                 f"Port(s) {listed} on 127.0.0.1 are taken by other processes. Stop them, or "
                 "pick other ports (EVENTLAKE_BROKER_PORT, EVENTLAKE_POSTGRES_PORT, "
+                "EVENTLAKE_CLUSTER_METASTORE_PORT, "
                 "EVENTLAKE_SPARK_MASTER_PORT, EVENTLAKE_CLUSTER_AIRFLOW_PORT, ...)."
             )
         started: list[str] = []
@@ -247,6 +275,12 @@ class LocalCluster:
             self._start_object_store(timeout)
         elif part == "postgres":
             self.postgres.start(timeout=timeout)
+        elif part == "metastore":
+            # Its database password (made by the PostgreSQL start) only now: into the
+            # service's 0600 hive-site.xml, never on a command line.
+            password = SecretStr(self.postgres.metastore_password())
+            update = {"metastore_database_password": password}
+            LocalMetastore(self.settings.model_copy(update=update)).start(timeout=timeout)
         elif part == "spark":
             self.spark.start(timeout=timeout)
         else:
@@ -256,7 +290,13 @@ class LocalCluster:
                 self.settings.model_copy(update={"spark_auth_secret": secret}),
                 home=self.airflow_home,
                 port=self.airflow_port,
-                extra_env={**self._object_store_connection(), **self.airflow_env},
+                extra_env={
+                    **self._object_store_connection(),
+                    # The jobs register their tables by name in the cluster's metastore.
+                    "EVENTLAKE_METASTORE_URI": self.metastore.uri,
+                    "EVENTLAKE_METASTORE_SCHEMA": self.settings.metastore_schema,
+                    **self.airflow_env,
+                },
                 database_url=self.postgres.database_url(),
                 components=ALL_COMPONENTS,
             )
@@ -288,6 +328,8 @@ class LocalCluster:
                 done = self.spark.stop()
             elif part == "postgres":
                 done = self.postgres.stop()
+            elif part == "metastore":
+                done = self.metastore.stop()
             elif part == "object-store":
                 done = self.object_store.stop()
             else:

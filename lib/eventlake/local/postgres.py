@@ -1,8 +1,11 @@
 """A PostgreSQL server from Debian's packages, as the local cluster's Airflow database.
 
-Its data, log and password live in ``<cluster_dir>/postgres``; it listens on
-127.0.0.1:``postgres_port`` only (no Unix socket) and holds one database, ``airflow``,
-owned by the user ``airflow`` with a password generated at ``initdb`` (SCRAM).
+Its data, log and passwords live in ``<cluster_dir>/postgres``; it listens on
+127.0.0.1:``postgres_port`` only (no Unix socket) and holds two databases: ``airflow``,
+owned by the user ``airflow`` with a password generated at ``initdb`` (SCRAM), and
+``metastore`` (the cluster's Hive Metastore), owned by the user ``metastore`` with a
+password of its own, generated at the first start into a 0600 file and sent to the server
+as a SCRAM verifier only (never in clear, never on a command line).
 
 ``initdb`` and ``postgres`` refuse to run as root: as root they run as the ``postgres``
 user (``runuser``), which then owns the folder; as anyone else they run directly.
@@ -25,7 +28,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from eventlake.core.errors import EventlakeError
 from eventlake.local import processes
@@ -39,6 +42,9 @@ DEBIAN_BIN_GLOB: Final = "/usr/lib/postgresql/*/bin"
 SYSTEM_USER: Final = "postgres"
 DATABASE: Final = "airflow"
 USER: Final = "airflow"
+#: The cluster's Hive Metastore's database and its owner (no other rights).
+METASTORE_DATABASE: Final = "metastore"
+METASTORE_USER: Final = "metastore"
 
 
 class PostgresError(EventlakeError, RuntimeError):
@@ -109,6 +115,7 @@ class LocalPostgres:
         self.data_dir = self.home / "data"
         self.log_file = self.home / "postgres.log"
         self.password_file = self.home / "password"
+        self.metastore_password_file = self.home / "metastore-password"
         self.port = settings.postgres_port
 
     def pid(self) -> int | None:
@@ -132,6 +139,18 @@ class LocalPostgres:
 
     def password(self) -> str:
         return self.password_file.read_text().strip()
+
+    def metastore_password(self) -> str:
+        return self.metastore_password_file.read_text().strip()
+
+    def metastore_jdbc_url(self) -> str:
+        """The JDBC URL of the ``metastore`` database (no credentials in it).
+
+        Example:
+            >>> LocalPostgres(load_local_settings(postgres_port=5433)).metastore_jdbc_url()
+            'jdbc:postgresql://127.0.0.1:5433/metastore'
+        """
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{METASTORE_DATABASE}"
 
     def database_url(self) -> str:
         """The SQLAlchemy URL of the ``airflow`` database, password included."""
@@ -202,15 +221,34 @@ class LocalPostgres:
         try:
             connection.autocommit = True  # CREATE DATABASE runs outside a transaction
             with connection.cursor() as cursor:
-                cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-                if cursor.fetchone() is None:
-                    cursor.execute(f'CREATE DATABASE "{DATABASE}" OWNER "{USER}"')
+                self._metastore_role(connection, cursor)
+                for database, owner in ((DATABASE, USER), (METASTORE_DATABASE, METASTORE_USER)):
+                    cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
+                    if cursor.fetchone() is None:
+                        cursor.execute(f'CREATE DATABASE "{database}" OWNER "{owner}"')
         finally:
             connection.close()
 
+    def _metastore_role(self, connection: Any, cursor: Any) -> None:
+        """The ``metastore`` login role with the password of its file (made once, 0600),
+        set at every start (a lost file gets a new one); the server sees a SCRAM
+        verifier, which is all a logged statement could show."""
+        from psycopg2.extensions import encrypt_password
+
+        if not self.metastore_password_file.exists():
+            write_atomically(
+                self.metastore_password_file, secrets.token_urlsafe(24) + "\n", mode=0o600
+            )
+        verifier = encrypt_password(
+            self.metastore_password(), METASTORE_USER, connection, "scram-sha-256"
+        )
+        cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (METASTORE_USER,))
+        verb = "ALTER" if cursor.fetchone() else "CREATE"
+        cursor.execute(f'{verb} ROLE "{METASTORE_USER}" LOGIN PASSWORD %s', (verifier,))
+
     def start(self, timeout: float = 60.0) -> None:
         """Set up the data folder once, start the server unless it runs, create the
-        ``airflow`` database once."""
+        ``airflow`` and ``metastore`` databases once."""
         if self.pid() is None:
             if port_in_use(self.port):
                 raise PostgresError(

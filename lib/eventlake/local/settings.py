@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, SecretStr
 
 from eventlake.core.settings import Settings, build_settings, in_project
 
@@ -75,6 +75,29 @@ class LocalSettings(Settings):
         description="JDK of the local Trino (Java 24 or later); by default JAVA_HOME when it "
         "is one, else the newest such /usr/lib/jvm/*.",
     )
+    metastore_host: str = Field(
+        default="127.0.0.1",
+        description="Address the local metastore listens on: 127.0.0.1 unless asked "
+        "(docker-compose's metastore service asks for its container network).",
+    )
+    metastore_database_url: str | None = Field(
+        default=None,
+        description="JDBC URL of the local metastore's database, e.g. "
+        "jdbc:postgresql://127.0.0.1:5433/metastore (the local cluster's). Unset: an "
+        "embedded Derby in metastore_dir.",
+    )
+    metastore_database_user: str | None = Field(
+        default=None, description="User of metastore_database_url."
+    )
+    metastore_database_password: SecretStr | None = Field(
+        default=None,
+        description="Password of metastore_database_user; only in the metastore's 0600 "
+        "hive-site.xml, never on a command line.",
+    )
+    metastore_jars_dir: Path = in_project(
+        "infra/jars/metastore",
+        description="Folder of the local metastore's PostgreSQL JDBC driver (make jars).",
+    )
     broker_port: int = Field(default=9092, description="Client port of the local broker.")
     controller_port: int = Field(default=9093, description="KRaft controller port.")
     broker_sasl_port: int | None = Field(
@@ -120,6 +143,10 @@ class LocalSettings(Settings):
     )
     cluster_airflow_port: int = Field(
         default=8088, description="Port of the local cluster's Airflow UI/API."
+    )
+    cluster_metastore_port: int = Field(
+        default=9084,
+        description="Thrift port of the local cluster's Hive Metastore (on its PostgreSQL).",
     )
     cluster_object_store: bool = Field(
         default=False,

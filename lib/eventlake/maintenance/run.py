@@ -34,7 +34,7 @@ from eventlake.kafka.connection import KafkaConnectionError
 from eventlake.maintenance.delta_upkeep import MaintenanceResult, optimize_and_vacuum
 from eventlake.maintenance.request import MaintenanceError, MaintenanceRequest
 from eventlake.maintenance.sweep import SweepResult, compaction_sweep
-from eventlake.runs.lineage import job_run, table_dataset
+from eventlake.runs.lineage import job_run, warehouse_dataset
 from eventlake.warehouse.names import (
     is_delta_table,
     state_table_topics,
@@ -134,7 +134,7 @@ def run_maintenance(
         return _run_maintenance(spark, settings, request, report)
     # The tables it rewrites (OPTIMIZE, VACUUM) are read and written, as OpenLineage
     # models a compaction. Reconciles of the sweep emit their own runs.
-    tables = [table_dataset(path) for _, path in warehouse_tables(settings)]
+    tables = [warehouse_dataset(settings, name) for name, _ in warehouse_tables(settings)]
     with job_run(spark, "maintain", inputs=tables, outputs=tables):
         return _run_maintenance(spark, settings, request, report)
 

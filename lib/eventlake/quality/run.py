@@ -64,7 +64,7 @@ from eventlake.quality.suite import (
     with_topic_columns,
 )
 from eventlake.quality.validation import check_rejects_rates, check_topic
-from eventlake.runs.lineage import Assertion, job_run, table_dataset
+from eventlake.runs.lineage import Assertion, job_run, warehouse_dataset
 from eventlake.runs.stop_signals import StopSignals, cancel_spark_jobs
 from eventlake.spark.rows import local_rows, release
 from eventlake.storage.store import working_copy
@@ -98,8 +98,8 @@ def run_checks(
         >>> [r.check for r in report.failed_errors]
         [<CheckName.SOURCE_URI_REFERENCE: 'source_uri_reference'>]
     """
-    table, rejects = (table_dataset(settings.table_path(n)) for n in (request.table, REJECTS))
-    results = table_dataset(settings.table_path(DQ_RESULTS))
+    table, rejects = (warehouse_dataset(settings, n) for n in (request.table, REJECTS))
+    results = warehouse_dataset(settings, DQ_RESULTS)
     # A stop signal cancels the Spark jobs (from a thread of its own) and the run records
     # nothing: the next run checks the same rows.
     signals = StopSignals(

@@ -61,7 +61,7 @@ from eventlake.republish.routing import (
     routed_records,
     routed_rejects,
 )
-from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.runs.lineage import job_run, kafka_dataset, warehouse_dataset
 from eventlake.runs.offset_log import logged_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
 from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
@@ -175,7 +175,7 @@ def run_republish(
     source, target = (
         kafka_dataset(settings.bootstrap_servers, t) for t in (request.source, request.target)
     )
-    rejects = table_dataset(settings.table_path(REJECTS))
+    rejects = warehouse_dataset(settings, REJECTS)
     with job_run(
         spark,
         republish_job_name(request),

@@ -12,9 +12,10 @@ Off unless OpenLineage is configured by its usual settings (:func:`lineage_confi
 off. When off, the client is not even imported. A failure to emit never fails a job: it
 prints one warning line.
 
-Dataset names follow OpenLineage's naming conventions: a topic is ``kafka://<host:port>``
-(the first bootstrap server) and its name; a Delta table is ``file`` and its absolute path
-(or ``<scheme>://<authority>`` and the path for a warehouse URI).
+Dataset names follow OpenLineage's naming conventions (:mod:`eventlake.runs.datasets`,
+whose names this module re-exports): a topic is ``kafka://<host:port>`` and its name; a
+Delta table is ``file`` and its absolute path (or ``<scheme>://<authority>`` and the
+path), with its catalog name as a ``symlinks`` facet when a metastore is set.
 
 Example:
     >>> with job_run(spark, "ingest.orders", inputs=[kafka_dataset("kafka:9092", "orders")],
@@ -32,13 +33,43 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from eventlake import __version__
-from eventlake.core.locations import LocationLike
 from eventlake.core.progress import progress_log
+from eventlake.runs.datasets import (
+    Dataset,
+    kafka_dataset,
+    kafka_namespace,
+    metastore_namespace,
+    table_dataset,
+    warehouse_dataset,
+)
 
 _log = progress_log(__name__)
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "MAX_ERROR_CHARS",
+    "PARENT_CONFS",
+    "PARENT_ENV",
+    "PRODUCER",
+    "ROOT_PARENT_ENV",
+    "Assertion",
+    "Dataset",
+    "LineageRun",
+    "ParentRun",
+    "job_run",
+    "kafka_dataset",
+    "kafka_namespace",
+    "lineage_configured",
+    "metastore_namespace",
+    "parent_from_conf",
+    "parent_from_env",
+    "parse_run_id",
+    "spark_parent",
+    "table_dataset",
+    "warehouse_dataset",
+]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,19 +94,6 @@ PARENT_ENV: Final = "OPENLINEAGE_PARENT_ID"
 ROOT_PARENT_ENV: Final = "OPENLINEAGE_ROOT_PARENT_ID"
 #: An error message in a FAIL event is cut to this many characters.
 MAX_ERROR_CHARS: Final = 2000
-
-
-@dataclass(frozen=True, order=True)
-class Dataset:
-    """A dataset by OpenLineage's naming: where it lives (``namespace``) and its ``name``.
-
-    Example:
-        >>> Dataset("kafka://kafka:9092", "orders")
-        Dataset(namespace='kafka://kafka:9092', name='orders')
-    """
-
-    namespace: str
-    name: str
 
 
 @dataclass(frozen=True)
@@ -118,51 +136,6 @@ class ParentRun:
             object.__setattr__(self, "root_namespace", self.namespace)
             object.__setattr__(self, "root_name", self.name)
             object.__setattr__(self, "root_run_id", self.run_id)
-
-
-def kafka_namespace(bootstrap_servers: str) -> str:
-    """The namespace of a Kafka cluster's topics: ``kafka://`` and the first bootstrap
-    server, without a listener name or user part (never a credential).
-
-    Example:
-        >>> kafka_namespace("SASL_SSL://user@b1.example:9093,b2.example:9093")
-        'kafka://b1.example:9093'
-    """
-    first = bootstrap_servers.split(",")[0].strip()
-    first = first.split("://", 1)[-1]
-    return f"kafka://{first.rsplit('@', 1)[-1]}"
-
-
-def kafka_dataset(bootstrap_servers: str, topic: str) -> Dataset:
-    """The dataset of ``topic`` on the cluster of ``bootstrap_servers``.
-
-    Example:
-        >>> kafka_dataset("127.0.0.1:9092", "orders")
-        Dataset(namespace='kafka://127.0.0.1:9092', name='orders')
-    """
-    return Dataset(kafka_namespace(bootstrap_servers), topic)
-
-
-def table_dataset(location: LocationLike) -> Dataset:
-    """The dataset of the Delta table at ``location``: a local path is ``file`` and its
-    absolute path; a URI is ``<scheme>://<authority>`` and its path (for object stores,
-    the key without its leading slash, as OpenLineage names S3 and GCS objects).
-
-    Example:
-        >>> table_dataset("/lake/events")
-        Dataset(namespace='file', name='/lake/events')
-        >>> table_dataset("s3a://bucket/lake/events")
-        Dataset(namespace='s3://bucket', name='lake/events')
-    """
-    text = str(location)
-    parts = urlsplit(text)
-    if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # one letter: a Windows drive
-        path = parts.path if parts.scheme == "file" else text
-        return Dataset("file", str(Path(path).absolute()))
-    scheme = {"s3a": "s3", "s3n": "s3"}.get(parts.scheme, parts.scheme)
-    name = parts.path.lstrip("/") if scheme in ("s3", "gs") else parts.path
-    # A user part (user:password@) never reaches an event.
-    return Dataset(f"{scheme}://{parts.netloc.rsplit('@', 1)[-1]}", name)
 
 
 def lineage_configured(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> bool:
@@ -404,7 +377,23 @@ def _input(dataset: Dataset, run: LineageRun) -> Any:
                 for a in run.assertions[dataset]
             ]
         )
-    return InputDataset(namespace=dataset.namespace, name=dataset.name, inputFacets=facets)
+    return InputDataset(
+        namespace=dataset.namespace,
+        name=dataset.name,
+        facets=_dataset_facets(dataset),
+        inputFacets=facets,
+    )
+
+
+def _dataset_facets(dataset: Dataset) -> dict[str, Any]:
+    """The ``symlinks`` facet of a table with a catalog name (one identifier, ``TABLE``)."""
+    from openlineage.client.facet_v2 import symlinks_dataset as symlinks
+
+    if dataset.symlink is None:
+        return {}
+    link = dataset.symlink
+    identifier = symlinks.Identifier(namespace=link.namespace, name=link.name, type="TABLE")
+    return {"symlinks": symlinks.SymlinksDatasetFacet(identifiers=[identifier])}
 
 
 def _output(dataset: Dataset, run: LineageRun, *, final: bool) -> Any:
@@ -416,4 +405,9 @@ def _output(dataset: Dataset, run: LineageRun, *, final: bool) -> Any:
         facets["outputStatistics"] = stats.OutputStatisticsOutputDatasetFacet(
             rowCount=run.row_counts[dataset]
         )
-    return OutputDataset(namespace=dataset.namespace, name=dataset.name, outputFacets=facets)
+    return OutputDataset(
+        namespace=dataset.namespace,
+        name=dataset.name,
+        facets=_dataset_facets(dataset),
+        outputFacets=facets,
+    )

@@ -17,9 +17,10 @@ from eventlake.binding.decode import (
     EVENT_COLUMNS,
     decode_records,
 )
+from eventlake.core.progress import progress_log
 from eventlake.core.settings import Settings
 from eventlake.ledger.commits import Ledger
-from eventlake.runs.lineage import job_run, kafka_dataset, table_dataset
+from eventlake.runs.lineage import job_run, kafka_dataset, warehouse_dataset
 from eventlake.spark.session import session_conf
 from eventlake.state.apply import (
     StateFencedError,
@@ -33,9 +34,16 @@ from eventlake.state.recorded_risk import recorded_compaction_risk
 from eventlake.state.records import applicable_records, latest_per_key
 from eventlake.state.retry import merge_retried
 from eventlake.state.table import ensure_state_table
+from eventlake.warehouse.catalog import register_table
 from eventlake.warehouse.delta_log import empty_at
-from eventlake.warehouse.names import COMPACTION_RISK_PROPERTY, delta_path_sql, state_path
+from eventlake.warehouse.names import (
+    COMPACTION_RISK_PROPERTY,
+    delta_path_sql,
+    state_table,
+)
 from eventlake.warehouse.tables import MATERIALIZED_SOURCE_CONFS, merge_source
+
+_log = progress_log(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,14 +72,16 @@ def reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Reco
     Holds the topic's lease (:func:`eventlake.ledger.lease.topic_leases`): a stream that keeps
     the state table waits for it between two batches, and its next batch applies only
     records after the offsets read here, which the state marks then hold. A MERGE that
-    loses a commit race to maintenance (OPTIMIZE) is retried. With its OpenLineage run
+    loses a commit race to maintenance (OPTIMIZE) is retried. The table is registered
+    in the catalog when ``settings.metastore_uri`` is set
+    (:func:`~eventlake.warehouse.catalog.register_table`). With its OpenLineage run
     events when lineage is configured (:mod:`eventlake.runs.lineage`).
     """
     with job_run(
         spark,
         f"reconcile.{topic}",
         inputs=[kafka_dataset(settings.bootstrap_servers, topic)],
-        outputs=[table_dataset(state_path(settings, topic))],
+        outputs=[warehouse_dataset(settings, state_table(topic))],
     ):
         return _reconcile_state(spark, settings, topic)
 
@@ -90,6 +100,9 @@ def _reconcile_state(spark: SparkSession, settings: Settings, topic: str) -> Rec
     ledger = Ledger(spark)
     with ledger.leases(settings.warehouse, [topic], job="reconcile"):
         path = ensure_state_table(spark, settings, topic)
+        # By name in the catalog, as ingest registers the tables it makes.
+        for name in register_table(spark, settings, state_table(topic)):
+            _log.info("catalog: registered %s", name)
         # Read before the topic is: a state step that lands after this read moves the
         # fence, and the MERGE below is then refused instead of undoing it.
         fence = fenced_merge(ledger, path, topic)

@@ -52,9 +52,9 @@ from eventlake.typed.tables import (
     typed_schema,
 )
 from eventlake.views.event_types import type_columns
-from eventlake.warehouse.catalog import register_warehouse
+from eventlake.warehouse.catalog import register_tables
 from eventlake.warehouse.conflicts import retry_conflicts
-from eventlake.warehouse.names import EVENTS, delta_path_sql
+from eventlake.warehouse.names import EVENTS, TYPED_FOLDER, delta_path_sql
 from eventlake.warehouse.tables import ensure_table, table_schema
 
 _log = progress_log(__name__)
@@ -132,7 +132,9 @@ def update_typed_tables(
     )
     result.seconds = time.monotonic() - started
     if result.created and settings.metastore_uri:
-        for name in register_warehouse(spark, settings):
+        made = typed_tables(settings)
+        tables = [(f"{TYPED_FOLDER}/{made[t].name}", made[t]) for t in result.created if t in made]
+        for name in register_tables(spark, settings, tables):
             _log.info("catalog: registered %s", name)
     return result
 

@@ -17,37 +17,37 @@ Example:
     'eventlake.state_demo_orders'
     >>> register_warehouse(spark, settings)       # with settings.metastore_uri set
     ['eventlake.events', 'eventlake.rejects']
+
+:func:`~eventlake.warehouse.names.catalog_name` (the names; no pyspark, so that the
+lineage events name tables the same way) is re-exported here.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from eventlake.core.errors import Refused
+from eventlake.core.locations import LocationLike
 from eventlake.core.settings import Settings
-from eventlake.warehouse.names import STATE_FOLDER, TYPED_FOLDER, sql_string, warehouse_tables
+from eventlake.warehouse.names import catalog_name, sql_string, warehouse_tables
+
+__all__ = [
+    "CatalogNameClashError",
+    "catalog_name",
+    "register_table",
+    "register_tables",
+    "register_warehouse",
+    "registered_location",
+    "same_location",
+]
 
 
 class CatalogNameClashError(Refused, ValueError):
     """Two of the warehouse's tables would take one catalog name."""
-
-
-def catalog_name(table: str, schema: str) -> str:
-    """The catalog name in ``schema`` of the warehouse table ``table`` (as
-    :func:`~eventlake.warehouse.names.warehouse_tables` names it).
-
-    Example:
-        >>> catalog_name("events", "eventlake"), catalog_name("state/Orders-v2", "eventlake")
-        ('eventlake.events', 'eventlake.state_orders_v2')
-    """
-    folder, _, rest = table.partition("/")
-    base = f"{folder}_{rest}" if rest and folder in (STATE_FOLDER, TYPED_FOLDER) else table
-    return f"{schema}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
 
 
 def register_warehouse(spark: SparkSession, settings: Settings) -> list[str]:
@@ -60,8 +60,37 @@ def register_warehouse(spark: SparkSession, settings: Settings) -> list[str]:
     """
     if not settings.metastore_uri:
         return []
+    return register_tables(spark, settings, warehouse_tables(settings))
+
+
+def register_table(spark: SparkSession, settings: Settings, table: str) -> list[str]:
+    """Register the one warehouse table ``table`` (``state/<topic>``, ...) unless the
+    catalog names it already, without listing the warehouse: for a job that made that
+    table alone (``eventlake reconcile``). The name registered now, if any (none when
+    ``settings.metastore_uri`` is unset).
+
+    Example:
+        >>> register_table(spark, settings, "state/customers")
+        ['eventlake.state_customers']
+    """
+    if not settings.metastore_uri:
+        return []
+    return register_tables(spark, settings, [(table, settings.table_path(table))])
+
+
+def register_tables(
+    spark: SparkSession, settings: Settings, tables: Iterable[tuple[str, LocationLike]]
+) -> list[str]:
+    """Register ``tables`` (warehouse name, path) that the catalog does not name yet, in
+    the schema ``settings.metastore_schema`` (made when missing); the names registered
+    now. Refused when two would take one name.
+
+    Example:
+        >>> register_tables(spark, settings, [("events", settings.table_path("events"))])
+        ['eventlake.events']
+    """
     wanted: dict[str, str] = {}
-    for table, path in warehouse_tables(settings):
+    for table, path in tables:
         name = catalog_name(table, settings.metastore_schema)
         if name in wanted:
             raise CatalogNameClashError(

@@ -49,6 +49,34 @@ INGEST_JOB: Final = "ingest"
 KAFKA_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
 
 
+def catalog_name(table: str, schema: str) -> str:
+    """The catalog name in ``schema`` of the warehouse table ``table`` (as
+    :func:`warehouse_tables` names it): ``events``, ``rejects``, ``dq_results`` as they
+    are, ``state/<topic>`` as ``state_<topic>``, ``typed/<type>`` as ``typed_<type>``,
+    every character that is not a letter,
+    digit or ``_`` as ``_`` (Hive lowercases names). Here, without pyspark, for the
+    catalog (:mod:`eventlake.warehouse.catalog`) and the lineage events alike.
+
+    Example:
+        >>> catalog_name("events", "eventlake"), catalog_name("state/Orders-v2", "eventlake")
+        ('eventlake.events', 'eventlake.state_orders_v2')
+    """
+    folder, _, rest = table.partition("/")
+    base = f"{folder}_{rest}" if rest and folder in (STATE_FOLDER, TYPED_FOLDER) else table
+    return f"{schema}.{re.sub(r'[^a-z0-9_]', '_', base.lower())}"
+
+
+def state_table(topic: str) -> str:
+    """``state/<topic>``: the warehouse's name of a compacted topic's state table (as
+    :func:`warehouse_tables` names it), the topic's name checked.
+
+    Example:
+        >>> state_table("customers")
+        'state/customers'
+    """
+    return f"{STATE_FOLDER}/{check_topic_name(topic)}"
+
+
 def state_path(settings: Settings, topic: str) -> Location:
     """``<warehouse>/state/<topic>``, the state table of a compacted topic.
 
