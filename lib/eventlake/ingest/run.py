@@ -50,10 +50,11 @@ from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resu
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import require_topic_pattern
 from eventlake.state.reconcile import reconcile_state
+from eventlake.typed.names import typed_tables
 from eventlake.typed.step import TypedCadence, typed_step
 from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.delta_log import may_hold_topic
-from eventlake.warehouse.names import EVENTS, REJECTS, state_path, state_table
+from eventlake.warehouse.names import EVENTS, REJECTS, TYPED_FOLDER, state_path, state_table
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
 
 _log = progress_log(__name__)
@@ -90,6 +91,12 @@ def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) 
             matched = partition_counts(settings, pattern=request.topic_pattern)
             lineage.inputs += [kafka_dataset(settings.bootstrap_servers, t) for t in matched]
         lineage.row_counts.update({events: summary.events, rejects: summary.rejects})
+        if lineage.enabled and settings.typed_tables:
+            # The typed tables are known only now: a run may make one.
+            lineage.outputs += [
+                warehouse_dataset(settings, f"{TYPED_FOLDER}/{path.name}")
+                for path in typed_tables(settings).values()
+            ]
     return summary
 
 
