@@ -1,5 +1,6 @@
 """An ingest killed with SIGKILL twice mid-run, then completed, leaves exactly the
-produced events in the table: nothing missing, nothing twice. The default suite runs
+produced events in the table, and in its typed table (stepped after every batch, so a
+kill may land in a step's commits): nothing missing, nothing twice. The default suite runs
 8,000 events in batches of 2,000 (each kill lands after the first batch of its run);
 the 20,000-event run is marked ``faults`` (``make test-faults``)."""
 
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,11 @@ from eventlake.kafka.clients import produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.views.duplicates import DUPLICATE_EVENT
-from tests.helpers import binary_headers, produce_events, read_table
+from tests.helpers import binary_headers, produce_events, read_table, typed_once
 
 
 def _ingest_process(
-    settings: Settings, topic: str, batch: int, *options: str
+    settings: Settings, topic: str, batch: int, *options: str, typed: bool = False
 ) -> subprocess.Popen[str]:
     env = dict(
         os.environ,
@@ -34,6 +36,9 @@ def _ingest_process(
         EVENTLAKE_MAX_OFFSETS_PER_TRIGGER=str(batch),
         EVENTLAKE_SHUFFLE_PARTITIONS="2",
         EVENTLAKE_DRIVER_MEMORY="1g",
+        # typed: the typed tables stepped after every batch, so a kill may land in a step.
+        EVENTLAKE_TYPED_TABLES=str(typed).lower(),
+        EVENTLAKE_TYPED_INTERVAL_SECONDS="0",
     )
     return subprocess.Popen(
         [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic, *options],
@@ -81,9 +86,10 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
     produced, _ = produce_events(run_settings, topic_name, events)
     rng = random.Random(events)
 
-    first = _kill_after_batches(_ingest_process(run_settings, topic_name, batch), 1, rng)
-    second = _kill_after_batches(_ingest_process(run_settings, topic_name, batch), 1, rng)
-    final = _ingest_process(run_settings, topic_name, batch)
+    ingest = partial(_ingest_process, run_settings, topic_name, batch, typed=True)
+    first = _kill_after_batches(ingest(), 1, rng)
+    second = _kill_after_batches(ingest(), 1, rng)
+    final = ingest()
     out, _ = final.communicate(timeout=900)
     assert final.returncode == 0, out
     assert any("done" in line for line in first) and any("done" in line for line in second)
@@ -95,6 +101,7 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
     )
     assert table.select("source", "id").distinct().count() == events
     assert read_table(spark, run_settings, "rejects").count() == 0
+    assert typed_once(spark, run_settings) == {"t.test": events}
 
 
 def test_sigkill_twice_then_complete_with_dedup_lands_each_record_once_and_each_event_once(
