@@ -3,10 +3,11 @@ ledger marks of its own (job ``typed``, per topic and partition: the events belo
 are in it, or not of its type), moved in the commit that adds its rows.
 
 One step, for some topics: the events table as of one version (and its ingest marks,
-the step's ends); the events above the lowest typed mark of each partition, read once
-per type; each type's rows above its table's own marks, committed with the marks moved
-to the ends. A type seen for the first time gets its table, a field seen for the first
-time a column (schema evolution), both before the rows' commit. Every table that holds
+the step's ends); the events above the lowest typed mark of each partition, read once,
+every type's columns staged by type in that pass (:mod:`eventlake.typed.staging`); each
+type's rows above its table's own marks, committed with the marks moved to the ends. A
+type seen for the first time gets its table, a field seen for the first time a column
+(schema evolution), both before the rows' commit. Every table that holds
 marks for these topics moves them, with no rows when it has none: so a quiet type never
 holds the next step back.
 
@@ -19,7 +20,7 @@ the lowest typed mark has no event below it.
 
 Example:
     >>> update_typed_tables(spark, settings, ledger, ["orders"], note="batch 7").line()
-    'typed: com.example.order.paid +120, com.example.order.shipped +80 (new table)'
+    'typed: com.example.order.paid +120, com.example.order.shipped +80 seconds=4.6'
 """
 
 from __future__ import annotations
