@@ -233,6 +233,21 @@ def assert_parent(event: dict[str, Any], parent: ParentRun) -> None:
     assert (root["namespace"], root["name"]) == (parent.root_namespace, parent.root_name)
 
 
+def test_an_ingest_keeping_typed_tables_names_them_among_its_outputs(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    lineage_file: Path,
+) -> None:
+    settings = warehouse_settings.model_copy(update={"typed_tables": True})
+    create_topic(settings, topic_name)
+    produce_events(settings, topic_name, 4)
+    run_ingest(spark, settings, IngestRequest(topics=(topic_name,)))
+    _, complete = assert_start_complete(runs_of(read_events(lineage_file), "ingest."))
+    assert ("file", str(settings.table_path("typed/t_test"))) in datasets(complete, "outputs")
+
+
 def test_ingest_then_check_emit_start_and_complete_with_topic_tables_and_parent(
     broker: LocalBroker,
     spark: SparkSession,
