@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -75,6 +76,39 @@ def test_each_type_gets_a_table_of_plain_columns_that_polars_and_delta_rs_read(
     assert frame["amount"].sum() == Decimal("405.00")  # 1.25 + 3.25 + ... + 39.25
     rows = DeltaTable(str(path)).to_pyarrow_table(columns=["order", "amount"]).to_pylist()
     assert {"order": "o1", "amount": Decimal("1.25")} in rows
+
+
+def test_a_new_types_table_takes_its_newest_events_dataschema_then_the_datas_other_fields(
+    broker: LocalBroker,
+    spark: SparkSession,
+    typed_settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "refund": {"type": "number", "multipleOf": 0.01},
+            "order": {"type": "string"},
+        },
+    }
+    uri = (tmp_path / "paid.schema.json").as_uri()
+    (tmp_path / "paid.schema.json").write_text(json.dumps(schema))
+    create_topic(typed_settings, topic_name)
+    headers = [
+        *binary_headers("p1", type_=PAID),
+        ("ce_datacontenttype", b"application/json"),
+        ("ce_dataschema", uri.encode()),
+    ]
+    produce_all(typed_settings, topic_name, [(b"p1", b'{"order": "o1", "n": 3}', headers)])
+    run_ingest(spark, typed_settings, IngestRequest(topics=(topic_name,)))
+    table = spark.read.format("delta").load(str(typed_tables(typed_settings)[PAID]))
+    fields = table.columns[
+        table.columns.index("extensions") + 1 : table.columns.index("kafka_topic")
+    ]
+    assert fields == ["refund", "order", "n"]  # the schema's, in its order, then the data's
+    assert dict(table.dtypes)["refund"] == "decimal(38,2)"
+    assert table.select("order", "n", "refund").first() == ("o1", 3, None)
 
 
 def test_a_new_field_becomes_a_column_and_a_value_of_another_type_is_null_kept_in_events(

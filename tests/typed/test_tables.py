@@ -10,7 +10,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType
 
 from eventlake.core.settings import load_settings
 from eventlake.typed.names import frontier
-from eventlake.typed.staging import object_fields
+from eventlake.typed.shapes import object_fields
 from eventlake.typed.step import STAGING_FOLDER, TypedCadence, TypedResult, remove_stale_staging
 from eventlake.typed.tables import (
     FIELD_COMMENT,

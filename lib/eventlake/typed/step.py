@@ -3,11 +3,12 @@ ledger marks of its own (job ``typed``, per topic and partition: the events belo
 are in it, or not of its type), moved in the commit that adds its rows.
 
 One step, for some topics: the events table as of one version (and its ingest marks,
-the step's ends); the events above the lowest typed mark of each partition, read once,
-every type's columns staged by type in that pass (:mod:`eventlake.typed.staging`); each
-type's rows above its table's own marks, committed with the marks moved to the ends. A
-type seen for the first time gets its table, a field seen for the first time a column
-(schema evolution), both before the rows' commit. Every table that holds
+the step's ends); the events above the lowest typed mark of each partition, read twice:
+once for the types present and their data's fields (:mod:`eventlake.typed.shapes`), once
+to stage every type's columns (:mod:`eventlake.typed.staging`); each type's rows above
+its table's own marks, committed with the marks moved to the ends. A type seen for the
+first time gets its table, a field seen for the first time a column (schema evolution),
+both before any row is written. Every table that holds
 marks for these topics moves them, with no rows when it has none: so a quiet type never
 holds the next step back.
 
@@ -42,6 +43,7 @@ from eventlake.ledger.commits import Ledger, LedgerMovedError, unlanded
 from eventlake.ledger.marks import INGEST, TYPED, Marks, read_marks
 from eventlake.storage.store import exists, names, remove_tree
 from eventlake.typed.names import EVENT_TYPE_PROPERTY, frontier, table_event_type, typed_tables
+from eventlake.typed.shapes import type_shapes
 from eventlake.typed.staging import stage
 from eventlake.typed.tables import (
     LEADING_COLUMNS,
@@ -52,17 +54,13 @@ from eventlake.typed.tables import (
     row_columns,
     typed_schema,
 )
-from eventlake.views.event_types import type_columns
+from eventlake.views.event_types import columns_of
 from eventlake.warehouse.catalog import register_tables
 from eventlake.warehouse.conflicts import retry_conflicts
 from eventlake.warehouse.names import EVENTS, TYPED_FOLDER, delta_path_sql
 from eventlake.warehouse.tables import ensure_table, table_schema
 
 _log = progress_log(__name__)
-
-#: Hours of Kafka time a step's inference samples (all of its events: a backfill's too).
-_ALL_HOURS: Final = 24.0 * 366 * 100
-
 
 #: Where, under the warehouse, a step writes the new events by type while it runs.
 STAGING_FOLDER: Final = "_typed_staging"
@@ -203,42 +201,42 @@ def _write_types(
     run: tuple[str, int | None],
 ) -> TypedResult:
     """Each type's rows of ``new`` into its table, and the marks of every table
-    ``behind`` moved to ``ends``: a new type's table made first (its columns from a
-    sample), then one pass that stages every type's columns (:mod:`eventlake.typed.staging`),
-    then a write per type from its staged rows; a type whose data showed a new field
-    gets the column, and its rows are read from ``new`` instead."""
+    ``behind`` moved to ``ends``: one pass finds the types present and their data's
+    fields (:func:`~eventlake.typed.shapes.type_shapes`); a new type's table is made from
+    them (and its newest event's dataschema), a new field's column added; then, with
+    more than one type, one pass stages every type's columns
+    (:mod:`eventlake.typed.staging`) and each type is written from there."""
     result = TypedResult()
-    # The type column alone: cheap beside the data.
-    present = sorted(r["type"] for r in new.select("type").distinct().collect() if r["type"])
-    fresh = [t for t in present if t not in tables]
-    if fresh:
-        sampled = type_columns(
-            spark,
-            new,
-            sample_hours=_ALL_HOURS,
-            only=fresh,
-            fetch_dataschemas=settings.fetch_dataschemas,
-        )
-        for event_type in fresh:
+    shapes = type_shapes(new)
+    present = sorted(shapes)
+    fresh = columns_of(
+        {t: shapes[t].fields for t in present if t not in tables},
+        {t: shapes[t].dataschema for t in present},
+        fetch_dataschemas=settings.fetch_dataschemas,
+    )
+    for event_type in present:
+        if event_type in fresh:
             path = new_table_path(settings, event_type)
-            known = sampled[event_type].fields if event_type in sampled else {}
-            _prepare(spark, path, event_type, known, result)
+            _prepare(spark, path, event_type, fresh[event_type].fields, result)
             tables[event_type] = path
+        else:
+            fields = shapes[event_type].fields
+            added = _prepare(spark, tables[event_type], event_type, fields, result)
+            if added:
+                result.columns[event_type] = added
     schemas = {t: _schema(tables[t]) for t in present}
-    staged = stage(spark, new, schemas, staging, _STAGED_COLUMNS) if present else None
+    # One type alone is read straight from the events: a staging pass would add a write.
+    staged = stage(spark, new, schemas, staging, _STAGED_COLUMNS) if len(present) > 1 else None
     for event_type in sorted(set(present) | behind):
         path = tables[event_type]
         rows = None
         counted = Observation()
-        if staged is not None and event_type in present:
-            added = _prepare(spark, path, event_type, staged.fields(event_type), result)
-            schema = _schema(path)
-            if added:
-                # The pass did not compute the new columns: this type's rows from the events.
-                result.columns[event_type] = added
-                typed = new.where(F.col("type") == event_type).selectExpr(*row_columns(schema))
-            else:
+        if event_type in present:
+            schema = schemas[event_type]
+            if staged is not None:
                 typed = staged.rows(event_type, schema)
+            else:
+                typed = new.where(F.col("type") == event_type).selectExpr(*row_columns(schema))
             rows = typed.where(unlanded(ledger.marks(str(path), TYPED, topics))).observe(
                 counted, F.count(F.lit(1)).alias("rows")
             )

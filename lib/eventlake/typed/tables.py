@@ -202,12 +202,23 @@ def row_columns(schema: StructType) -> list[str]:
                     f"CAST(NULL AS {field.dataType.simpleString()}) AS {identifier(field.name)}"
                 )
             continue
-        path = variant_path(key) or "$"
         columns.append(
-            f"try_variant_get(data_json, {sql_string(path)},"
-            f" {sql_string(field.dataType.simpleString())}) AS {identifier(field.name)}"
+            f"{field_value(key, field.dataType.simpleString())} AS {identifier(field.name)}"
         )
     return columns
+
+
+def field_value(key: str, column_type: str) -> str:
+    """The SQL reading a typed table's column of data field ``key`` from an event's
+    ``data_json``: ``try_variant_get``, NULL when the value does not cast to
+    ``column_type``.
+
+    Example:
+        >>> field_value("amount", "decimal(38,2)")
+        "try_variant_get(data_json, '$.amount', 'decimal(38,2)')"
+    """
+    path = variant_path(key) or "$"
+    return f"try_variant_get(data_json, {sql_string(path)}, {sql_string(column_type)})"
 
 
 def add_columns_sql(table: str, fields: list[StructField]) -> str:

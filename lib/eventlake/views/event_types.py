@@ -211,10 +211,27 @@ def type_columns(
         'dataschema file:///schemas/order-paid.json'
     """
     fields, dataschemas = _sampled(spark, events, sample_hours=sample_hours, only=only)
+    return columns_of(fields, dataschemas, fetch_dataschemas=fetch_dataschemas)
+
+
+def columns_of(
+    inferred: dict[str, dict[str, str]],
+    dataschemas: dict[str, str | None],
+    *,
+    fetch_dataschemas: bool = False,
+) -> dict[str, TypeColumns]:
+    """Per event type of ``inferred`` (type -> the fields inferred from its data), its
+    columns given its newest event's dataschema (:func:`with_dataschema`; each schema
+    read once).
+
+    Example:
+        >>> columns_of({"a.b": {"n": "BIGINT"}}, {"a.b": None})["a.b"].fields
+        {'n': 'BIGINT'}
+    """
     read = _schema_reader(fetch_dataschemas)
     return {
-        event_type: with_dataschema(inferred, dataschemas.get(event_type), read)
-        for event_type, inferred in fields.items()
+        event_type: with_dataschema(fields, dataschemas.get(event_type), read)
+        for event_type, fields in inferred.items()
     }
 
 
