@@ -4,14 +4,17 @@
 Every 10 minutes, or when records arrive on its topics (`EVENTLAKE_INGEST_SCHEDULE`:
 `schedule`, `events` or `both`, see docs/airflow-events.md), land the CloudEvents of
 the configured Kafka topics in the Delta tables `events` and `rejects`: one
-`spark-submit` of `jobs/ingest_cloudevents.py` per topic (a mapped task),
-reading what the topic holds and stopping (`available-now`).
+`spark-submit` of `jobs/ingest_cloudevents.py` for all the run's topics (one Spark
+application; a state topic has one of its own), reading what the topics hold and
+stopping (`available-now`). Each topic has its own task (`topic`, labelled by its
+topic) showing what the run did with it: its counts, or why it was refused (a topic
+Kafka does not have fails alone; the others land).
 
 * **Topics**: `EVENTLAKE_TOPICS` (comma-separated, default `demo.orders`), or the
   `topics` param of a manual run. A topic that a running stream reads (`eventlake
   ingest --trigger processing-time=...`) is skipped, and the plan task's log says so.
 * **Backfill/replay**: trigger with `ending_offsets` (`latest` or per-partition JSON):
-  a bounded run that adds only records not already in the tables.
+  a bounded run per topic that adds only records not already in the tables.
 * **State**: topics listed in `EVENTLAKE_STATE_TOPICS` also keep `state/<topic>`, the
   latest event per key (`--state`; tombstones delete).
 * **Full refresh**: `full_refresh: true` re-reads each topic from earliest to latest
@@ -56,8 +59,15 @@ def eventlake_ingest() -> None:
     submits = orchestration.plan_task(orchestration.plan_ingest)
     rebuilds = orchestration.plan_task(orchestration.plan_reconcile, task_id="plan_state_rebuilds")
     ingest = orchestration.spark_submit_each(
-        INGEST_JOB, submits, task_id="ingest", outlets=orchestration.ingest_outlets(_settings)
+        INGEST_JOB,
+        submits,
+        task_id="ingest",
+        map_index_template=orchestration.TOPICS_LABEL,
+        report_outcomes=True,
+        outlets=orchestration.ingest_outlets(_settings),
     )
+    topics = orchestration.plan_task(orchestration.plan_topics, task_id="plan_topics")
+    orchestration.topic_tasks(topics, ingest)
     reconcile = orchestration.spark_submit_each(
         RECONCILE_JOB, rebuilds, task_id="reconcile", outlets=orchestration.state_assets(_settings)
     )

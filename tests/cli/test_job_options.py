@@ -20,6 +20,8 @@ from eventlake.republish.request import RepublishRequest
 COMMANDS: Any = typer.main.get_command(app)
 #: Options every job has that choose where it runs, not what it does: settings.
 WHERE: frozenset[str] = frozenset({"bootstrap_servers", "warehouse"})
+#: Options that choose where a job reports what it did, not what it does.
+REPORTS: frozenset[str] = frozenset({"outcomes_file"})
 
 JOBS = [("ingest", IngestRequest), ("republish", RepublishRequest),
         ("maintain", MaintenanceRequest), ("check", CheckRequest)]  # fmt: skip
@@ -46,7 +48,7 @@ def _options(command: str) -> dict[str, Any]:
     return {
         str(param.name): param.default
         for param in COMMANDS.commands[command].params
-        if param.name not in WHERE
+        if param.name not in WHERE | REPORTS
     }
 
 

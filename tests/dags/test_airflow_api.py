@@ -63,8 +63,10 @@ def test_triggered_dry_run_succeeds_with_the_conf_it_was_given(
     assert states == {
         "plan": "success",
         "plan_state_rebuilds": "success",
+        "plan_topics": "success",
         "submit_unless_dry_run": "success",
         "ingest": "skipped",
+        "topic": "skipped",
         "reconcile": "skipped",
     }
     plan = server.request("GET", f"{base}/taskInstances/plan/xcomEntries/return_value").json()

@@ -59,6 +59,32 @@ def test_run_lands_produced_events_in_events_table(
     assert sorted((e["id"], e["kafka_topic"]) for e in events) == [(i, topic_name) for i in ids]
 
 
+def test_a_run_of_three_topics_lands_two_in_one_application_and_fails_the_third_alone(
+    broker: LocalBroker,
+    ingest_dag: Any,
+    airflow_env: Settings,
+    topic_name: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    first, missing, second = f"{topic_name}-a", f"{topic_name}-typo", f"{topic_name}-b"
+    ids = {t: _produce_binary_events(airflow_env, t, EVENT_COUNT) for t in (first, second)}
+
+    dag_run = ingest_dag.test(run_conf={"topics": [first, missing, second]})
+
+    tis = dag_run.get_task_instances()
+    (ingest,) = [ti for ti in tis if ti.task_id == "ingest"]  # one spark-submit
+    assert str(ingest.state) == "success"
+    per_topic = {ti.rendered_map_index: str(ti.state) for ti in tis if ti.task_id == "topic"}
+    assert per_topic == {first: "success", missing: "failed", second: "success"}
+    assert str(dag_run.state) == "failed"
+    output = "".join(capfd.readouterr())
+    assert f"ingest[{missing}]: refused: Topic '{missing}' does not exist" in output
+    assert f"ingest[{first}]: events={EVENT_COUNT} rejects=0" in output
+    events = DeltaTable(str(airflow_env.table_path("events"))).to_pyarrow_table().to_pylist()
+    landed = sorted((e["kafka_topic"], e["id"]) for e in events)
+    assert landed == sorted((topic, i) for topic, each in ids.items() for i in each)
+
+
 def test_dry_run_submits_nothing(ingest_dag: Any, airflow_env: Settings, topic_name: str) -> None:
     dag_run = ingest_dag.test(run_conf={"topics": [topic_name], "dry_run": True})
 

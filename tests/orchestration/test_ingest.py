@@ -16,6 +16,7 @@ from eventlake.orchestration.ingest import (
     ingest_params,
     plan_ingest,
     plan_reconcile,
+    plan_topics,
 )
 from eventlake.spark.conf import LANDING_YOUNG_GENERATION
 
@@ -98,9 +99,33 @@ def test_params_form_lists_the_options_with_their_defaults() -> None:
     assert params["topics"].schema["minItems"] == 1
 
 
-def test_plan_has_one_submit_per_topic(settings: Settings) -> None:
-    plan = plan_ingest({"topics": ["a", "b"]}, settings)
-    assert [submit["application_args"][1] for submit in plan] == ["a", "b"]
+def test_a_scheduled_plan_lands_its_topics_in_one_submit_and_a_backfill_one_each(
+    settings: Settings,
+) -> None:
+    (submit,) = plan_ingest({"topics": ["a", "b"]}, settings)
+    assert submit["application_args"] == [
+        "--topic", "a", "--topic", "b", "--starting-offsets", "earliest",
+        "--trigger", "available-now",
+    ]  # fmt: skip
+    backfill = plan_ingest({"topics": ["a", "b"], "ending_offsets": "latest"}, settings)
+    assert [s["application_args"][1] for s in backfill] == ["a", "b"]
+
+
+def test_a_scheduled_run_cuts_per_partition_starting_offsets_down_to_its_topics() -> None:
+    params = IngestParams(("a", "b"), starting_offsets='{"a": {"0": 5}, "b": {"0": 7}}')
+    assert params.scheduled_args(("a",))[:4] == [
+        "--topic", "a", "--starting-offsets", '{"a": {"0": 5}}',
+    ]  # fmt: skip
+
+
+def test_the_topics_of_a_plan_are_the_params_but_those_a_stream_reads(
+    settings: Settings, tmp_path: Path
+) -> None:
+    own = settings.model_copy(update={"warehouse": tmp_path})
+    checkpoint = own.checkpoints / "ingest-topics_b"
+    claim_checkpoint(checkpoint, source="topics:b", targets=["events", "rejects"])
+    with hold_checkpoint(checkpoint, job="ingest", trigger="processing-time=5 seconds"):
+        assert plan_topics({"topics": ["a", "b", "c"]}, own) == ["a", "c"]
 
 
 def test_a_topic_that_a_running_stream_reads_is_skipped_with_a_message(
@@ -150,13 +175,15 @@ def test_a_stopped_stream_does_not_hold_its_topics(settings: Settings, tmp_path:
 def test_state_topics_stream_with_state(settings: Settings) -> None:
     with_state = settings.model_copy(update={"state_topics": ["customers"]})
     plan = plan_ingest({"topics": ["customers", "orders"]}, with_state)
-    assert [("--state" in submit["application_args"]) for submit in plan] == [True, False]
+    # The plain topics in one submit first, then each state topic in its own.
+    assert [("--state" in submit["application_args"]) for submit in plan] == [False, True]
+    assert plan[1]["application_args"][:2] == ["--topic", "customers"]
 
 
 def test_state_topics_reconcile_on_risk_by_default(settings: Settings) -> None:
     with_state = settings.model_copy(update={"state_topics": ["customers"]})
     plan = plan_ingest({"topics": ["customers", "orders"]}, with_state)
-    assert [("--auto-reconcile" in s["application_args"]) for s in plan] == [True, False]
+    assert [("--auto-reconcile" in s["application_args"]) for s in plan] == [False, True]
 
 
 def test_bounded_run_of_a_state_topic_does_not_pass_state(settings: Settings) -> None:
@@ -208,7 +235,7 @@ def test_only_a_plain_landing_gets_the_landings_young_generation(settings: Setti
     deduplicated = plan_ingest({"topics": ["orders"], "dedup": True}, local)
 
     options = [s["conf"]["spark.driver.extraJavaOptions"].split() for s in [*plan, *deduplicated]]
-    assert [LANDING_YOUNG_GENERATION in o for o in options] == [False, True, False]
+    assert [LANDING_YOUNG_GENERATION in o for o in options] == [True, False, False]
 
 
 def test_a_dedup_switched_on_by_the_settings_is_no_plain_landing(settings: Settings) -> None:

@@ -248,6 +248,34 @@ def test_an_ingest_keeping_typed_tables_names_them_among_its_outputs(
     assert ("file", str(settings.table_path("typed/t_test"))) in datasets(complete, "outputs")
 
 
+def test_an_ingest_of_two_topics_is_a_run_per_topic_with_its_own_row_counts(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    lineage_file: Path,
+) -> None:
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    for topic in (first, second):
+        create_topic(warehouse_settings, topic)
+    produce_events(warehouse_settings, first, 8, invalid_every=4)  # 6 events, 2 rejects
+    produce_events(warehouse_settings, second, 3)
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(first, second)))
+    events = read_events(lineage_file)
+    tables = [str(warehouse_settings.table_path(n)) for n in ("events", "rejects")]
+    for topic, counts in ((first, [6, 2]), (second, [3, 0])):
+        _, complete = assert_start_complete(runs_of(events, f"ingest.{topic}"))
+        assert complete["job"]["name"] == f"ingest.{topic}"
+        assert datasets(complete, "inputs") == {
+            (kafka_namespace(warehouse_settings.bootstrap_servers), topic)
+        }
+        rows = {
+            o["name"]: o["outputFacets"]["outputStatistics"]["rowCount"]
+            for o in complete["outputs"]
+        }
+        assert [rows[t] for t in tables] == counts
+
+
 def test_ingest_then_check_emit_start_and_complete_with_topic_tables_and_parent(
     broker: LocalBroker,
     spark: SparkSession,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -28,6 +29,7 @@ from eventlake.cli.common import (
     run_job,
     topic_option,
 )
+from eventlake.core.errors import REFUSED_EXIT_CODE
 
 SummaryT = TypeVar("SummaryT")
 
@@ -102,12 +104,22 @@ def ingest(
             "reason duplicate_event. Also on when EVENTLAKE_DEDUP is true.",
         ),
     ] = False,
+    outcomes_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write each topic's outcome (landed, or refused and why) to this JSON file, "
+            "as the ingest DAG's per-topic tasks read it; with it, a run that refused some "
+            "of its topics and landed the others exits 0."
+        ),
+    ] = None,
     bootstrap_servers: BootstrapOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Ingest CloudEvents (binary and structured mode) into the events and rejects tables.
 
-    Prints one summary line at the end: records read, events, rejects by reason, batches.
+    Prints one summary line at the end: records read, events, rejects by reason, batches;
+    with several topics, a line per topic before it. A topic Kafka does not have is
+    refused, the others land (exit 2 then, unless --outcomes-file).
     """
     from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
     from eventlake.status.pending import nothing_to_land
@@ -134,7 +146,18 @@ def ingest(
                 run_job, settings, "eventlake-ingest", run_ingest, request, work=request.driver_work
             ),
         )
+    for line in summary.topic_lines():
+        typer.echo(line)
     typer.echo(summary.line())
+    if outcomes_file is not None:
+        from eventlake.runs.outcomes import write_outcomes
+
+        write_outcomes(outcomes_file, summary.outcomes(tuple(topic or ())))
+    elif summary.refused:
+        # The others landed; the run as a whole did not do all it was asked.
+        topics = ", ".join(sorted(summary.refused))
+        typer.echo(f"error: ingest refused {topics}; the other topics landed", err=True)
+        raise typer.Exit(REFUSED_EXIT_CODE)
 
 
 @app.command()

@@ -63,6 +63,8 @@ class BatchResult:
     #: The marks before this batch: records below them were landed before.
     events_marks: Marks = field(default_factory=dict)
     rejects_marks: Marks = field(default_factory=dict)
+    #: Per topic of the batch, its records landed: (events, rejects).
+    by_topic: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 # Another process may land the same partitions meanwhile: the commit is refused, its files
@@ -136,16 +138,17 @@ def land_batch(
             dedup_horizon,
         )
     try:
-        seen = Observation()
+        seen, per_topic = Observation(), TopicCounts(sorted(topics))
         reasons: tuple[str, ...] = tuple(RejectReason)
         if verdicts is None:
             # The common case: each record's fate is its own, decided in the decoding pass.
-            events = to_events(decode_records(missing, seen))
+            events = to_events(per_topic.observe(decode_records(missing, seen)))
         else:
             reasons = INGEST_REASONS
-            events = decided_events(missing if held is None else held, verdicts, seen)
+            events = decided_events(missing if held is None else held, verdicts, seen, per_topic)
         pending_events = ledger.write(events_path, events)
         result.counts = reason_counts(seen, reasons)
+        result.by_topic = per_topic.counts(result.counts)
         result.data_json_invalid = flag_counts(seen, [DATA_JSON_INVALID]).get(DATA_JSON_INVALID, 0)
         rejects = sum(n for reason, n in result.counts.items() if reason is not None)
         if rejects:
@@ -270,7 +273,12 @@ def duplicate_verdicts(
     )
 
 
-def decided_events(records: DataFrame, verdicts: DataFrame, seen: Observation) -> DataFrame:
+def decided_events(
+    records: DataFrame,
+    verdicts: DataFrame,
+    seen: Observation,
+    per_topic: TopicCounts | None = None,
+) -> DataFrame:
     """The events of Kafka rows ``records`` once the ``verdicts`` (:func:`_verdicts`)
     are applied, every row counted by reason into ``seen``, ``duplicate_event`` included.
 
@@ -280,8 +288,49 @@ def decided_events(records: DataFrame, verdicts: DataFrame, seen: Observation) -
     Example:
         >>> pending = ledger.write(events_path, decided_events(held, verdicts, seen))
     """
-    decided = _apply_verdicts(decode_records(records, barrier=False), verdicts)
-    return to_events(observe_decoded(decided, seen, (DUPLICATE_EVENT,)))
+    decided = observe_decoded(
+        _apply_verdicts(decode_records(records, barrier=False), verdicts), seen, (DUPLICATE_EVENT,)
+    )
+    return to_events(decided if per_topic is None else per_topic.observe(decided))
+
+
+class TopicCounts:
+    """A batch's records landed per topic, counted in the pass that writes its events:
+    with one topic, its counts are the batch's (nothing to observe).
+
+    Example:
+        >>> per_topic = TopicCounts(["a", "b"])
+        >>> events = to_events(per_topic.observe(decode_records(records, seen)))
+        >>> per_topic.counts(reason_counts(seen, RejectReason))
+        {'a': (60, 0), 'b': (58, 2)}
+    """
+
+    def __init__(self, topics: list[str]) -> None:
+        self.topics = topics
+        self.observation = Observation() if len(topics) > 1 else None
+
+    def observe(self, decoded: DataFrame) -> DataFrame:
+        """``decoded`` (with ``reject_reason``), counting each topic's rows and events."""
+        if self.observation is None:
+            return decoded
+        topic, valid = F.col("kafka_topic"), F.col("reject_reason").isNull()
+        return decoded.observe(
+            self.observation,
+            *[F.count_if(topic == t).alias(f"read:{t}") for t in self.topics],
+            *[F.count_if((topic == t) & valid).alias(f"events:{t}") for t in self.topics],
+        )
+
+    def counts(self, batch: dict[str | None, int]) -> dict[str, tuple[int, int]]:
+        """Per topic, (events, rejects); ``batch``: the batch's counts by reason."""
+        if self.observation is None:
+            events = batch.get(None, 0)
+            return {t: (events, sum(batch.values()) - events) for t in self.topics}
+        row = observed_values(self.observation)
+        counts = {}
+        for t in self.topics:
+            read, events = int(row.get(f"read:{t}", 0)), int(row.get(f"events:{t}", 0))
+            counts[t] = (events, read - events)
+        return counts
 
 
 def _with_a_verdict(records: DataFrame, verdicts: DataFrame) -> DataFrame:

@@ -18,6 +18,7 @@ from eventlake.core.driver_work import DriverWork, ingest_driver_work
 from eventlake.core.errors import Refused
 from eventlake.core.settings import Settings
 from eventlake.kafka.connector_options import kafka_source_options
+from eventlake.runs.outcomes import LANDED, REFUSED, TopicOutcome
 from eventlake.runs.request_checks import request_problem
 from eventlake.runs.summary import RunSummary
 from eventlake.runs.triggers import AVAILABLE_NOW
@@ -104,10 +105,61 @@ class IngestSummary(RunSummary):
     data_json_invalid: int = 0
     warnings: list[str] = field(default_factory=list)
     reconciled: list[str] = field(default_factory=list)
+    #: Per topic of a run of several: its records landed, [events, rejects].
+    by_topic: dict[str, list[int]] = field(default_factory=dict)
+    #: Per topic of a run of several that it did not land: why (the others landed).
+    refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def events(self) -> int:
         return self.accepted
+
+    def add_topics(self, landed: dict[str, tuple[int, int]]) -> None:
+        """Count one batch's records per topic, (events, rejects)."""
+        for topic, (events, rejects) in landed.items():
+            counts = self.by_topic.setdefault(topic, [0, 0])
+            counts[0] += events
+            counts[1] += rejects
+
+    def outcomes(self, topics: tuple[str, ...]) -> dict[str, TopicOutcome]:
+        """Each of the run's ``topics``' outcome (:mod:`eventlake.runs.outcomes`): refused
+        with its reason, else landed with its counts (a run of one: the summary line).
+
+        Example:
+            >>> summary.outcomes(("orders",))["orders"].line
+            'ingest: read=120 events=117 rejects=3 batches=1 seconds=4.2'
+        """
+        if len(topics) == 1 and not self.refused:
+            return {topics[0]: TopicOutcome(LANDED, self.line())}
+        return {
+            t: TopicOutcome(REFUSED if t in self.refused else LANDED, self.topic_line(t))
+            for t in topics
+        }
+
+    def topic_line(self, topic: str) -> str:
+        """What the run did with ``topic``: its counts, or why it refused it.
+
+        Example:
+            >>> summary.topic_line("orders")
+            'ingest[orders]: events=117 rejects=3'
+        """
+        if topic in self.refused:
+            return f"ingest[{topic}]: refused: {self.refused[topic]}"
+        if topic not in self.by_topic:
+            return f"ingest[{topic}]: nothing new"
+        events, rejects = self.by_topic[topic]
+        return f"ingest[{topic}]: events={events} rejects={rejects}"
+
+    def topic_lines(self) -> list[str]:
+        """A line per topic of a run of several (none for one topic: the summary line is
+        its), in name order (:meth:`topic_line`).
+
+        Example:
+            >>> summary.topic_lines()
+            ['ingest[orders]: events=117 rejects=3', "ingest[typo]: refused: Topic 'typo' ..."]
+        """
+        topics = sorted({*self.by_topic, *self.refused})
+        return [self.topic_line(t) for t in topics] if len(topics) > 1 else []
 
     def add_state(self, changes: dict[str, StateChange]) -> None:
         for topic, change in changes.items():

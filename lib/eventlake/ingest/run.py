@@ -30,6 +30,7 @@ from eventlake.ingest.state_step import (
     compaction_warnings,
     kept_state,
 )
+from eventlake.ingest.topic_runs import lineage_runs, present_topics
 from eventlake.kafka.connection import check_connection, connection_loss_explained
 from eventlake.kafka.topics import partition_counts, require_topics
 from eventlake.ledger.commits import Ledger
@@ -43,18 +44,15 @@ from eventlake.ledger.offset_ranges import (
     split_range,
     starting_offsets_json,
 )
-from eventlake.runs.lineage import job_run, kafka_dataset, warehouse_dataset
 from eventlake.runs.offset_log import logged_batch
 from eventlake.runs.stop_signals import StopSignals, run_bounded
 from eventlake.runs.streaming import ClaimedCheckpoint, claimed_checkpoint, resume_hint
-from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.spark.kafka import require_topic_pattern
 from eventlake.state.reconcile import reconcile_state
-from eventlake.typed.names import typed_tables
 from eventlake.typed.step import TypedCadence, typed_step
 from eventlake.warehouse.catalog import register_warehouse
 from eventlake.warehouse.delta_log import may_hold_topic
-from eventlake.warehouse.names import EVENTS, REJECTS, TYPED_FOLDER, state_path, state_table
+from eventlake.warehouse.names import EVENTS, REJECTS, state_path
 from eventlake.warehouse.tables import ensure_tables, ingested_next_offsets
 
 _log = progress_log(__name__)
@@ -73,43 +71,17 @@ _RESUME_STREAMING: Final = (
 
 def run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
     """Run one ingest (streaming or bounded batch) and return its counts, with its
-    OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`)."""
-    topics = list(request.topics)
-    events, rejects = (warehouse_dataset(settings, n) for n in (EVENTS, REJECTS))
-    kept = kept_state(settings, request, topics)
-    states = [warehouse_dataset(settings, state_table(t)) for t in kept]
-    with job_run(
-        spark,
-        ingest_job_name(request),
-        inputs=[kafka_dataset(settings.bootstrap_servers, t) for t in topics],
-        outputs=[events, rejects, *states],
-        streaming=not request.bounded and request.trigger != AVAILABLE_NOW,
-    ) as lineage:
+    OpenLineage run events when lineage is configured (:mod:`eventlake.runs.lineage`).
+
+    A run of several topics lands those Kafka has and refuses the others, each with its
+    sentence in the summary (:attr:`IngestSummary.refused`; none there: refused whole),
+    and has an OpenLineage run per topic (:mod:`eventlake.ingest.topic_runs`)."""
+    request, refused = present_topics(settings, request)
+    with lineage_runs(spark, settings, request) as lineage:
         summary = _run_ingest(spark, settings, request)
-        if lineage.enabled and request.topic_pattern:
-            # The topics a pattern matched are known only now (one more metadata call).
-            matched = partition_counts(settings, pattern=request.topic_pattern)
-            lineage.inputs += [kafka_dataset(settings.bootstrap_servers, t) for t in matched]
-        lineage.row_counts.update({events: summary.events, rejects: summary.rejects})
-        if lineage.enabled and settings.typed_tables:
-            # The typed tables are known only now: a run may make one.
-            lineage.outputs += [
-                warehouse_dataset(settings, f"{TYPED_FOLDER}/{path.name}")
-                for path in typed_tables(settings).values()
-            ]
+        summary.refused.update(refused)
+        lineage.record(summary)
     return summary
-
-
-def ingest_job_name(request: IngestRequest) -> str:
-    """The OpenLineage job name of an ingest: its topics, or its pattern.
-
-    Example:
-        >>> ingest_job_name(IngestRequest(topics=("orders", "customers")))
-        'ingest.customers,orders'
-    """
-    if request.topic_pattern:
-        return f"ingest.pattern:{request.topic_pattern}"
-    return "ingest." + ",".join(sorted(request.topics))
 
 
 def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest) -> IngestSummary:
@@ -146,6 +118,9 @@ def _run_ingest(spark: SparkSession, settings: Settings, request: IngestRequest)
             _log.info(reconcile_state(spark, settings, topic).line())
             summary.reconciled.append(topic)
     _register(spark, settings)  # the state tables this run made
+    if len(request.topics) > 1:
+        # A topic of the run with nothing new has its line too.
+        summary.add_topics({t: (0, 0) for t in request.topics})
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -275,6 +250,7 @@ def _stream(
                 _log.warning(f"ingest: WARNING {warning}")
             summary.warnings.extend(result.warnings)
             summary.data_json_invalid += result.data_json_invalid
+            summary.add_topics(result.by_topic)
             if kept_state(settings, request, topics):
                 caught_up = caught_up_clock_ms(settings, request, logged, run_started_ms)
                 backlog.add(result, logged.ends, caught_up, batch_id)
@@ -405,6 +381,7 @@ def _land_range(
                 dedup_horizon=_dedup_horizon(settings, request),
             )
             summary.add_batch(result.counts)
+            summary.add_topics(result.by_topic)
             summary.data_json_invalid += result.data_json_invalid
             for warning in result.warnings:
                 _log.warning(f"ingest: WARNING {warning}")

@@ -76,6 +76,25 @@ def require_topics(settings: Settings, topics: Sequence[str], timeout: float = 1
         )
 
 
+def absent_topics(
+    settings: Settings, topics: Sequence[str], timeout: float = 15.0
+) -> dict[str, str]:
+    """Per topic of ``topics`` the cluster does not have, the sentence
+    :func:`require_topics` would refuse it with: a run of several lands the others.
+
+    Example:
+        >>> absent_topics(settings, ["orders", "custmers"])
+        {'custmers': "Topic 'custmers' does not exist on Kafka at 127.0.0.1:9092 ..."}
+    """
+    existing = cluster_topics(settings, timeout) if topics else set()
+    user = settings.kafka_options.get("sasl.username")
+    return {
+        topic: unknown_topics_message([topic], settings.bootstrap_servers, user, existing)
+        for topic in topics
+        if topic not in existing
+    }
+
+
 #: How many of the cluster's topics an unknown topic's message names at most.
 _TOPICS_NAMED: Final = 8
 

@@ -21,6 +21,8 @@ The modules, one concern each:
 * ``connections``: a task's settings, the worker's with both connections in place;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: topic names in the DAGs' forms and offsets per topic;
+* ``topic_outcomes``: the ingest DAG's task per topic, showing what the run's one
+  spark-submit did with it;
 * ``assets``: the Delta tables as Airflow assets;
 * ``schedule``: a DAG's schedule from the settings: its cron, the arrival of records on
   its topics (an asset per topic, watched by ``arrivals``' trigger), or both;
@@ -63,11 +65,13 @@ from eventlake.orchestration.dag_parts import (
 from eventlake.orchestration.dry_run import log_commands, submit_unless_dry_run
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.ingest import (
+    TOPICS_LABEL,
     IngestParams,
     ingest_application_args,
     ingest_params,
     plan_ingest,
     plan_reconcile,
+    plan_topics,
     stream_owner_notice,
 )
 from eventlake.orchestration.kafka_connection import (
@@ -98,6 +102,7 @@ from eventlake.orchestration.submit import (
     submit_jars,
     submit_kwargs,
 )
+from eventlake.orchestration.topic_outcomes import topic_tasks
 from eventlake.orchestration.topics import (
     check_topic,
     topic_offsets,
@@ -109,6 +114,7 @@ __all__ = [
     "MAINTENANCE_RETENTION_HOURS",
     "REJECTS_ASSET_NAME",
     "SPARK_CONN_ID",
+    "TOPICS_LABEL",
     "IngestParams",
     "KafkaConnection",
     "KafkaSparkSubmitOperator",
@@ -134,6 +140,7 @@ __all__ = [
     "plan_reconcile",
     "plan_republish",
     "plan_task",
+    "plan_topics",
     "quality_params",
     "read_kafka_connection",
     "rejects_asset",
@@ -152,4 +159,5 @@ __all__ = [
     "task_settings",
     "topic_asset",
     "topic_offsets",
+    "topic_tasks",
 ]

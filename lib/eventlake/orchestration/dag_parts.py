@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,6 +53,7 @@ from eventlake.orchestration.object_store_connection import (
     read_object_store_connection,
 )
 from eventlake.orchestration.submit import SPARK_CONN_ID, SUBMIT_KEYS
+from eventlake.runs.outcomes import read_outcomes
 from eventlake.spark.auth import SECRET_ENV
 
 #: The first date every DAG is scheduled from.
@@ -157,16 +159,35 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         *,
         kafka_conn_id: str | None = KAFKA_CONN_ID,
         aws_conn_id: str = AWS_CONN_ID,
+        report_outcomes: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.kafka_conn_id = kafka_conn_id
         self.aws_conn_id = aws_conn_id
+        self.report_outcomes = report_outcomes
 
-    def execute(self, context: Any) -> None:
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]
         """Run spark-submit with the connections' credentials in its environment. A run
         the job refuses (:func:`job_refusal`) fails with the job's sentence: at once when
-        the same arguments would be refused again, retried when a later run may pass."""
+        the same arguments would be refused again, retried when a later run may pass.
+        With ``report_outcomes``, the job writes each topic's outcome to a file of this
+        task's (``--outcomes-file``; the driver runs here, in client mode), returned for
+        the tasks per topic (:mod:`eventlake.orchestration.topic_outcomes`)."""
+        if not self.report_outcomes:
+            self._submit(context)
+            return None
+        with tempfile.TemporaryDirectory(prefix="eventlake-outcomes-") as folder:
+            path = Path(folder) / "outcomes.json"
+            planned = self.application_args
+            self.application_args = [*(planned or []), "--outcomes-file", str(path)]
+            try:
+                self._submit(context)
+            finally:
+                self.application_args = planned
+            return {t: vars(o) for t, o in read_outcomes(path).items()}
+
+    def _submit(self, context: Any) -> None:
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
         try:

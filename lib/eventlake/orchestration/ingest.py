@@ -1,4 +1,5 @@
-"""The ingest DAG (``eventlake_ingest``): its options, and one spark-submit per topic.
+"""The ingest DAG (``eventlake_ingest``): its options, its spark-submits (a scheduled
+run's topics in one Spark application) and the topics it shows a task each for.
 
 :class:`IngestParams` is the table of the DAG's options (JSON schema, default, job
 flag; see :mod:`eventlake.orchestration.options`) and checks what a schema cannot.
@@ -7,8 +8,8 @@ Example:
     >>> params = IngestParams.from_params({"topics": ["orders"], "dry_run": False})
     >>> ingest_application_args(params)
     [['--topic', 'orders', '--starting-offsets', 'earliest', '--trigger', 'available-now']]
-    >>> [kw["application_args"][:2] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
-    [['--topic', 'a'], ['--topic', 'b']]
+    >>> [kw["application_args"][:4] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
+    [['--topic', 'a', '--topic', 'b']]
 """
 
 from __future__ import annotations
@@ -30,10 +31,18 @@ from eventlake.orchestration.topics import (
     check_topic,
     parse_offsets_json,
     topic_offsets,
+    topics_offsets,
 )
 from eventlake.status.checkpoints import streams_reading
 
 _log = progress_log(__name__)
+
+#: The label of an ingest spark-submit in the UI: its topics (every ``--topic``'s value).
+TOPICS_LABEL: Final = (
+    "{% set a = task.application_args %}{% set ns = namespace(t=[]) %}"
+    "{% for i in range(a | length - 1) %}{% if a[i] == '--topic' %}"
+    "{% set ns.t = ns.t + [a[i + 1]] %}{% endif %}{% endfor %}{{ ns.t | join(', ') }}"
+)
 
 # JSON-schema patterns of the offsets params; JSON per-partition offsets may span lines.
 _STARTING_OFFSETS_PATTERN: Final = r"^(earliest|latest|\{[\s\S]*\})$"
@@ -146,6 +155,20 @@ class IngestParams:
         for a full refresh (earliest to latest)."""
         return self.ending_offsets is not None or self.full_refresh
 
+    def scheduled_args(self, topics: tuple[str, ...]) -> list[str]:
+        """Arguments of ``jobs/ingest_cloudevents.py`` for a scheduled run of ``topics``
+        (none a state topic) in one Spark application: each topic lands on its own
+        ledger marks, lease and counts (``ingest[<topic>]`` lines), and one Kafka does
+        not have is refused alone.
+
+        Example:
+            >>> IngestParams(("a", "b")).scheduled_args(("a", "b"))[:4]
+            ['--topic', 'a', '--topic', 'b']
+        """
+        starting = topics_offsets(self.starting_offsets, topics, default="earliest")
+        args = cli_args(self, topics=topics, starting_offsets=starting, ending_offsets=None)
+        return [*args, "--trigger", "available-now"]
+
     def application_args(self, topic: str, *, state: bool = False) -> list[str]:
         """Arguments of ``jobs/ingest_cloudevents.py`` (= ``eventlake ingest``) for one topic.
 
@@ -189,19 +212,33 @@ def ingest_params(default_topics: Sequence[str]) -> dict[str, Param]:
 
 
 def ingest_application_args(
-    params: IngestParams, state_topics: Sequence[str] = ()
+    params: IngestParams,
+    state_topics: Sequence[str] = (),
+    topics: Sequence[str] | None = None,
 ) -> list[list[str]]:
-    """One argument list per topic: the ingest DAG maps one spark-submit over each.
+    """The argument lists of a run of ``topics`` (default: the params'); the ingest DAG
+    maps one spark-submit over each. A scheduled run lands its topics in one Spark
+    application, but a state topic each in its own (``--state --auto-reconcile``); a
+    backfill or full refresh, one per topic (its offsets its own).
 
     Example:
-        >>> [args[1] for args in ingest_application_args(IngestParams(("a", "b")))]
+        >>> [args[:4] for args in ingest_application_args(IngestParams(("a", "b")))]
+        [['--topic', 'a', '--topic', 'b']]
+        >>> refresh = IngestParams(("a", "b"), full_refresh=True)
+        >>> [args[1] for args in ingest_application_args(refresh)]
         ['a', 'b']
     """
-    return [params.application_args(topic, state=topic in state_topics) for topic in params.topics]
+    run = tuple(params.topics if topics is None else topics)
+    if params.bounded:
+        return [params.application_args(topic) for topic in run]
+    plain = tuple(t for t in run if t not in state_topics)
+    together = [params.scheduled_args(plain)] if plain else []
+    return together + [params.application_args(t, state=True) for t in run if t in state_topics]
 
 
 def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """Check the params; one spark-submit (args, conf, jars, env) per topic.
+    """Check the params; the spark-submits (args, conf, jars, env) of the run
+    (:func:`ingest_application_args`).
 
     Each a :func:`~eventlake.orchestration.submit.submit_kwargs`, from the DAG run's
     params; a topic that a running stream reads is skipped, with a message saying so.
@@ -210,15 +247,29 @@ def plan_ingest(params: Mapping[str, Any], settings: Settings) -> list[dict[str,
     :class:`OrchestrationError` on bad params, before anything is submitted.
 
     Example:
-        >>> [kw["application_args"][:2] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
-        [['--topic', 'a'], ['--topic', 'b']]
+        >>> [kw["application_args"][:4] for kw in plan_ingest({"topics": ["a", "b"]}, settings)]
+        [['--topic', 'a', '--topic', 'b']]
     """
     checked = IngestParams.from_params(params)
     return [
         submit_kwargs(settings, args, work=driver_work(args, settings))
-        for args in ingest_application_args(checked, settings.state_topics)
-        if not stream_owner_notice(settings, args[1])
+        for args in ingest_application_args(
+            checked, settings.state_topics, plan_topics(params, settings)
+        )
     ]
+
+
+def plan_topics(params: Mapping[str, Any], settings: Settings) -> list[str]:
+    """The topics a run of the ingest DAG lands: the params' but those a running stream
+    reads (each skipped with a message); the DAG has a task per topic, showing what its
+    spark-submit did with it.
+
+    Example:
+        >>> plan_topics({"topics": ["a", "b"]}, settings)
+        ['a', 'b']
+    """
+    checked = IngestParams.from_params(params)
+    return [topic for topic in checked.topics if not stream_owner_notice(settings, topic)]
 
 
 def driver_work(application_args: Sequence[str], settings: Settings) -> DriverWork:

@@ -52,6 +52,22 @@ def parse_offsets_json(spec: str, label: str) -> dict[str, dict[str, int]]:
     return parsed
 
 
+def topics_offsets(spec: str, topics: tuple[str, ...], *, default: str) -> str:
+    """The part of an offsets spec that concerns the job of ``topics``: per-partition JSON
+    cut down to them (a topic it does not name: the job's own default), ``default`` when
+    it names none of them.
+
+    Example:
+        >>> topics_offsets('{"a": {"0": 5}, "c": {"0": 1}}', ("a", "b"), default="earliest")
+        '{"a": {"0": 5}}'
+    """
+    if not spec.lstrip().startswith("{"):
+        return spec
+    parsed = parse_offsets_json(spec, "offsets")
+    named = {topic: parsed[topic] for topic in topics if topic in parsed}
+    return json.dumps(named) if named else default
+
+
 def topic_offsets(spec: str, topic: str, *, default: str) -> str:
     """The part of an offsets spec that concerns one topic's job.
 

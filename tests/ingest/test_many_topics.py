@@ -1,0 +1,70 @@
+"""A run of several topics in one Spark application, on the real broker: every topic
+lands exactly once with counts of its own, and a topic Kafka does not have is refused
+alone while the others land."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eventlake.core.settings import Settings
+from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
+from eventlake.kafka.clients import make_admin
+from eventlake.kafka.topics import create_topic
+from eventlake.local.broker import LocalBroker
+from eventlake.warehouse.names import EVENTS, REJECTS
+from tests.helpers import produce_events, read_table
+
+
+def _per_topic(spark: SparkSession, settings: Settings, table: str) -> dict[str, int]:
+    rows = read_table(spark, settings, table).groupBy("kafka_topic").count().collect()
+    return {row["kafka_topic"]: row["count"] for row in rows}
+
+
+@pytest.mark.parametrize("ending_offsets", [None, "latest"], ids=["available-now", "bounded"])
+def test_each_topic_of_a_run_lands_once_counted_alone_and_a_missing_one_is_refused_alone(
+    broker: LocalBroker,
+    spark: SparkSession,
+    warehouse_settings: Settings,
+    topic_name: str,
+    ending_offsets: str | None,
+) -> None:
+    first, second, missing = f"{topic_name}-a", f"{topic_name}-b", f"{topic_name}-typo"
+    create_topic(warehouse_settings, first, partitions=2)
+    create_topic(warehouse_settings, second)
+    produce_events(warehouse_settings, first, 20, invalid_every=10)  # 18 events, 2 rejects
+    produce_events(warehouse_settings, second, 7, prefix="b")
+    request = IngestRequest(topics=(first, missing, second), ending_offsets=ending_offsets)
+
+    summary = run_ingest(spark, warehouse_settings, request)
+
+    assert summary.by_topic == {first: [18, 2], second: [7, 0]}
+    assert list(summary.refused) == [missing]
+    assert f"Topic '{missing}' does not exist" in summary.refused[missing]
+    assert missing not in make_admin(warehouse_settings).list_topics(timeout=10).topics
+    assert _per_topic(spark, warehouse_settings, EVENTS) == {first: 18, second: 7}
+    assert _per_topic(spark, warehouse_settings, REJECTS) == {first: 2}
+    again = run_ingest(spark, warehouse_settings, request)
+    assert again.by_topic == {first: [0, 0], second: [0, 0]}
+    assert read_table(spark, warehouse_settings, EVENTS).count() == 25
+
+
+def test_a_run_of_topics_kafka_has_none_of_is_refused_whole(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    from eventlake.kafka.topics import UnknownTopicError
+
+    request = IngestRequest(topics=(f"{topic_name}-a", f"{topic_name}-b"))
+    with pytest.raises(UnknownTopicError, match=f"{topic_name}-a"):
+        run_ingest(spark, warehouse_settings, request)
+    assert not warehouse_settings.table_path(EVENTS).exists()
+
+
+def test_a_run_of_several_topics_says_one_line_per_topic_and_one_alone_none() -> None:
+    summary = IngestSummary(by_topic={"b": [7, 0], "a": [18, 2]}, refused={"c": "no such topic"})
+    assert summary.topic_lines() == [
+        "ingest[a]: events=18 rejects=2",
+        "ingest[b]: events=7 rejects=0",
+        "ingest[c]: refused: no such topic",
+    ]
+    assert IngestSummary(by_topic={"a": [3, 0]}).topic_lines() == []
