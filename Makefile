@@ -23,7 +23,7 @@ help:
 	@echo "make cluster-start / cluster-stop / cluster-status - that local cluster, for you"
 	@echo "make trino  - fetch Trino's server once (var/trino-server); eventlake trino start runs it"
 	@echo "make test-trino - Trino reads the landed tables by name from the metastore (tests/warehouse/test_trino.py)"
-	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local (results/)"
+	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local, 20 topics in one run (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make bench-s3 - the warehouse on the local S3 server against a local folder (KDI=<binary>: and kafka-delta-ingest)"
 	@echo "make stop   - stop the local Airflow, broker, metastore, Trino and S3 server"
@@ -172,6 +172,7 @@ bench: setup
 	$(PY) tests/benchmarks/dedup_bench.py --records 1000000 --rounds 3
 	$(PY) tests/benchmarks/landing_floor.py --records 1000000 --rounds 3
 	$(PY) tests/benchmarks/object_store_bench.py --records 1000000 --rounds 3 $(if $(KDI),--kdi $(KDI))
+	$(PY) tests/benchmarks/many_topics_bench.py --records 1000000 --topics 20 --rounds 3
 
 # The warehouse on the local S3 server against a local folder (ingest, ingest --state),
 # and with KDI=<kafka-delta-ingest binary built with --features s3> eventlake against
