@@ -49,6 +49,26 @@ def test_each_topic_of_a_run_lands_once_counted_alone_and_a_missing_one_is_refus
     assert read_table(spark, warehouse_settings, EVENTS).count() == 25
 
 
+def test_a_run_of_several_after_runs_of_one_topic_each_lands_only_what_they_did_not(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # The DAG's runs before this one landed each topic on a checkpoint of its own; the run
+    # of both starts a new checkpoint, where the ledger stands.
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    for topic in (first, second):
+        create_topic(warehouse_settings, topic)
+        produce_events(warehouse_settings, topic, 6, prefix="old")
+        run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic,)))
+    produce_events(warehouse_settings, first, 4, prefix="new")
+
+    summary = run_ingest(spark, warehouse_settings, IngestRequest(topics=(first, second)))
+
+    assert summary.by_topic == {first: [4, 0], second: [0, 0]}
+    events = read_table(spark, warehouse_settings, EVENTS)
+    assert _per_topic(spark, warehouse_settings, EVENTS) == {first: 10, second: 6}
+    assert events.select("kafka_topic", "kafka_partition", "kafka_offset").distinct().count() == 16
+
+
 def test_a_run_of_topics_kafka_has_none_of_is_refused_whole(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:
