@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eventlake.binding.decode import decode_records, to_events, to_rejects
@@ -92,6 +93,40 @@ def test_existing_tables_with_every_column_are_left_without_a_delta_command(
 
     monkeypatch.setattr(DeltaTable, "createIfNotExists", no_delta_command)
     assert ensure_tables(spark, warehouse_settings) == set()
+
+
+def test_new_tables_are_created_without_a_delta_command_through_spark(
+    spark: SparkSession, warehouse_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from delta.tables import DeltaTable
+
+    def no_delta_command(*_: object) -> None:
+        raise AssertionError("ensure_tables ran a Delta command through Spark")
+
+    monkeypatch.setattr(DeltaTable, "createIfNotExists", no_delta_command)
+
+    assert ensure_tables(spark, warehouse_settings) == {EVENTS, REJECTS}
+    assert table_schema(warehouse_settings.table_path(EVENTS)) == EVENTS_SCHEMA
+    assert table_schema(warehouse_settings.table_path(REJECTS)) == REJECTS_SCHEMA
+
+
+def test_spark_appends_to_a_table_created_without_it_and_reads_the_rows_back(
+    spark: SparkSession, warehouse_settings: Settings
+) -> None:
+    path = str(warehouse_settings.table_path(EVENTS))
+    ensure_tables(spark, warehouse_settings)
+    row = spark.createDataFrame([("e-1", "orders", 0, 7)], "id string, t string, p int, o long")
+    rows = row.select(
+        *[
+            (F.col(f.name) if f.name == "id" else F.lit(None).cast(f.dataType)).alias(f.name)
+            for f in EVENTS_SCHEMA.fields
+        ]
+    )
+
+    rows.write.format("delta").mode("append").save(path)
+
+    assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["e-1"]
+    assert _checkpoint_interval(spark, path) == str(CHECKPOINT_INTERVAL)
 
 
 def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -34,10 +35,10 @@ from pyspark.sql.types import (
 )
 
 from eventlake.core.errors import EventlakeError
-from eventlake.core.locations import LocationLike
+from eventlake.core.locations import Location, LocationLike
 from eventlake.core.settings import Settings
 from eventlake.spark.rows import computed_once, local_rows, plain_row
-from eventlake.storage.store import append_to_delta_table
+from eventlake.storage.store import append_to_delta_table, create_delta_table
 from eventlake.warehouse.conflicts import retry_conflicts
 from eventlake.warehouse.delta_log import (
     commit_actions,
@@ -55,6 +56,8 @@ from eventlake.warehouse.names import (
 from eventlake.warehouse.schemas import (
     INGEST_TABLES,
 )
+
+_log = logging.getLogger(__name__)
 
 #: What Delta says when another writer is creating the same table: its log folder
 #: exists, its first commit not yet.
@@ -198,8 +201,8 @@ def ensure_table(
     properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the Delta table at ``path`` when it does not exist yet (a checkpoint every
-    :data:`CHECKPOINT_INTERVAL` commits); add the columns of ``schema`` that a table made
-    by an older eventlake lacks (e.g. ``rejected_by``).
+    :data:`CHECKPOINT_INTERVAL` commits), through delta-rs; add the columns of ``schema``
+    that a table made by an older eventlake lacks (e.g. ``rejected_by``), through Delta.
 
     Safe against another writer creating the same table at the same moment (the ingest
     DAG's mapped tasks, one per topic, on a fresh warehouse): the loser of that race
@@ -216,17 +219,20 @@ def ensure_table(
         # Nothing to create or add: no Delta command, whose first in a process loads
         # the table's snapshot through Spark (~1 s; a run with nothing new needs none).
         return
+    table_properties = {
+        "delta.enableChangeDataFeed": str(change_data_feed).lower(),
+        "delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
+        **(properties or {}),
+    }
+    if not is_delta_table(Location.of(path)) and _created_without_spark(
+        path, schema, table_properties
+    ):
+        return
 
     def ensure() -> None:
         try:
-            builder = (
-                DeltaTable.createIfNotExists(spark)
-                .location(path)
-                .addColumns(schema)
-                .property("delta.enableChangeDataFeed", str(change_data_feed).lower())
-                .property("delta.checkpointInterval", str(CHECKPOINT_INTERVAL))
-            )
-            for key, value in (properties or {}).items():
+            builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+            for key, value in table_properties.items():
                 builder = builder.property(key, value)
             table = builder.execute()
         except AnalysisException as error:
@@ -249,6 +255,22 @@ def ensure_table(
         retryable=(ProtocolChangedException, MetadataChangedException, TableCreationRaceError),
         attempts=5,
     )
+
+
+def _created_without_spark(path: str, schema: StructType, properties: Mapping[str, str]) -> bool:
+    """Create the missing table at ``path`` through delta-rs (milliseconds: Spark's first
+    Delta command in a process takes ~2.5 s, which an ingest of an empty topic into a new
+    warehouse would pay for nothing); whether the table now has every column. False
+    when delta-rs could not (another writer committed version 0 first, a type delta-rs
+    does not write): :func:`ensure_table` then asks Delta, which handles both."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        create_delta_table(path, schema.json(), properties)
+    except DeltaError as error:
+        _log.debug("creating %s through Spark: delta-rs did not (%s)", path, error)
+        return False
+    return _has_every_column(path, schema)
 
 
 def _has_every_column(path: str, schema: StructType) -> bool:
