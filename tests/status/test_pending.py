@@ -15,7 +15,9 @@ from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.republish import RepublishRequest, run_republish
 from eventlake.status.pending import nothing_to_land, nothing_to_send
-from eventlake.warehouse.tables import ensure_tables
+from eventlake.warehouse.names import EVENTS, REJECTS
+from eventlake.warehouse.schemas import EVENTS_SCHEMA, REJECTS_SCHEMA
+from eventlake.warehouse.tables import table_schema
 from tests.helpers import produce_events, read_table
 
 
@@ -40,19 +42,29 @@ def _idle_then_new(
     return idle, CliRunner().invoke(app, arguments)
 
 
-def test_a_topic_never_landed_has_something_to_land_unless_it_is_empty(
-    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+def test_an_empty_topic_into_a_new_warehouse_has_nothing_to_land_once_its_tables_are_made(
+    broker: LocalBroker, warehouse_settings: Settings, topic_name: str
 ) -> None:
     create_topic(warehouse_settings, topic_name)
     request = IngestRequest(topics=(topic_name,))
-    # A first run creates the tables, even of an empty topic.
-    assert not nothing_to_land(warehouse_settings, request)
 
-    ensure_tables(spark, warehouse_settings)
     assert nothing_to_land(warehouse_settings, request)
 
+    # Made by the check, as a run would make them: the run needs no Spark.
+    assert table_schema(warehouse_settings.table_path(EVENTS)) == EVENTS_SCHEMA
+    assert table_schema(warehouse_settings.table_path(REJECTS)) == REJECTS_SCHEMA
     produce_events(warehouse_settings, topic_name, 1)
     assert not nothing_to_land(warehouse_settings, request)
+
+
+def test_with_a_catalog_a_new_warehouse_is_left_to_the_run_that_names_its_tables(
+    broker: LocalBroker, warehouse_settings: Settings, topic_name: str
+) -> None:
+    create_topic(warehouse_settings, topic_name)
+    cataloged = warehouse_settings.model_copy(update={"metastore_uri": "thrift://127.0.0.1:1"})
+
+    assert not nothing_to_land(cataloged, IngestRequest(topics=(topic_name,)))
+    assert table_schema(warehouse_settings.table_path(EVENTS)) is None
 
 
 def test_runs_the_check_cannot_answer_for_are_left_to_spark(

@@ -29,6 +29,7 @@ from eventlake.republish.request import RepublishRequest
 from eventlake.runs.lineage import lineage_configured
 from eventlake.runs.triggers import AVAILABLE_NOW
 from eventlake.warehouse.names import EVENTS, REJECTS, is_delta_table
+from eventlake.warehouse.tables import create_missing_tables
 
 #: Seconds each Kafka request of the check may take: past them, the run decides.
 CHECK_TIMEOUT = 2.0
@@ -36,7 +37,8 @@ CHECK_TIMEOUT = 2.0
 
 def nothing_to_land(settings: Settings, request: IngestRequest) -> bool:
     """True when ingest's ledger (the events table's marks) holds every record of the
-    request's topics up to their ends.
+    request's topics up to their ends. Without a catalog, the events and rejects tables
+    are created first where missing (delta-rs, no Spark), as a run would.
 
     Example:
         >>> nothing_to_land(settings, IngestRequest(topics=("orders",), state=True))
@@ -51,6 +53,10 @@ def nothing_to_land(settings: Settings, request: IngestRequest) -> bool:
         or lineage_configured()
     ):
         return False
+    if not settings.metastore_uri:
+        # A first run of an empty topic needs no Spark either: its tables are made here
+        # (milliseconds). With a catalog the run makes them, and names them there.
+        create_missing_tables(settings)
     return landed_to_the_end(settings, settings.table_path(EVENTS), INGEST, request.topics)
 
 

@@ -219,11 +219,7 @@ def ensure_table(
         # Nothing to create or add: no Delta command, whose first in a process loads
         # the table's snapshot through Spark (~1 s; a run with nothing new needs none).
         return
-    table_properties = {
-        "delta.enableChangeDataFeed": str(change_data_feed).lower(),
-        "delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
-        **(properties or {}),
-    }
+    table_properties = _new_table_properties(change_data_feed, properties)
     if not is_delta_table(Location.of(path)) and _created_without_spark(
         path, schema, table_properties
     ):
@@ -255,6 +251,17 @@ def ensure_table(
         retryable=(ProtocolChangedException, MetadataChangedException, TableCreationRaceError),
         attempts=5,
     )
+
+
+def _new_table_properties(
+    change_data_feed: bool, properties: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The table properties :func:`ensure_table` gives a table it creates."""
+    return {
+        "delta.enableChangeDataFeed": str(change_data_feed).lower(),
+        "delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
+        **(properties or {}),
+    }
 
 
 def _created_without_spark(path: str, schema: StructType, properties: Mapping[str, str]) -> bool:
@@ -302,6 +309,24 @@ def ensure_tables(spark: SparkSession, settings: Settings) -> set[str]:
     for name, schema in INGEST_TABLES.items():
         ensure_table(spark, str(settings.table_path(name)), schema)
     return new
+
+
+def create_missing_tables(settings: Settings) -> set[str]:
+    """Create the events and rejects tables that do not exist yet through delta-rs alone,
+    for a run that may end without starting Spark (nothing to land); the names of those
+    created. A table delta-rs could not create is left to :func:`ensure_tables`.
+
+    Example:
+        >>> create_missing_tables(settings)
+        {'events', 'rejects'}
+    """
+    created = set()
+    for name, schema in INGEST_TABLES.items():
+        path = settings.table_path(name)
+        properties = _new_table_properties(False, None)
+        if not is_delta_table(path) and _created_without_spark(str(path), schema, properties):
+            created.add(name)
+    return created
 
 
 def table_schema(path: LocationLike, version: int | None = None) -> StructType | None:
