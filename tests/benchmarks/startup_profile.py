@@ -17,9 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -31,6 +29,7 @@ from eventlake.kafka.topics import create_topic, delete_topics  # noqa: E402 (ti
 from eventlake.local.broker import LocalBroker  # noqa: E402 (timed from before them)
 from eventlake.local.settings import load_local_settings  # noqa: E402 (timed from before them)
 from eventlake.spark.session import build_spark_session  # noqa: E402 (timed from before them)
+from tests.benchmarks.phases import timed  # noqa: E402 (timed from before them)
 
 #: The phases of run_ingest timed, as the names it calls them by.
 PHASES = (
@@ -43,18 +42,8 @@ PHASES = (
 )
 
 
-def timed(phases: list[tuple[str, float]], name: str, function: Callable[..., Any]) -> Any:
-    """``function`` recording ``name`` and its seconds in ``phases`` on every call."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        began = time.monotonic()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            phases.append((f"  {name}", time.monotonic() - began))
-
-    return wrapper
+def _add_phase(phases: list[tuple[str, float]], name: str, seconds: float) -> None:
+    phases.append((name, seconds))
 
 
 def main() -> int:
@@ -70,7 +59,8 @@ def main() -> int:
         spark = build_spark_session(job, app_name="startup-profile")
         phases.append(("Spark session (JVM, jars, class archive)", time.monotonic() - began))
         for name in PHASES:
-            setattr(ingest_run, name, timed(phases, name, getattr(ingest_run, name)))
+            record = functools.partial(_add_phase, phases, f"  {name}")
+            setattr(ingest_run, name, timed(getattr(ingest_run, name), record))
         began = time.monotonic()
         summary = run_ingest(spark, job, IngestRequest(topics=(topic,)))
         phases.append(("run_ingest, all of it", time.monotonic() - began))

@@ -20,9 +20,7 @@ import functools
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
@@ -35,6 +33,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.local.settings import load_local_settings
 from eventlake.spark.session import build_spark_session
 from tests.benchmarks.bench import fill_topic
+from tests.benchmarks.phases import timed
 from tests.benchmarks.query_bench import query_records
 
 #: The parts of a step timed, as (owner, attribute) wrapped in place.
@@ -47,18 +46,8 @@ PARTS = (
 )
 
 
-def timed(seconds: dict[str, float], name: str, function: Callable[..., Any]) -> Any:
-    """``function`` adding its seconds to ``seconds[name]`` on every call."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.monotonic()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            seconds[name] += time.monotonic() - started
-
-    return wrapper
+def _add_seconds(seconds: dict[str, float], name: str, more: float) -> None:
+    seconds[name] += more
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         seconds: dict[str, float] = collections.defaultdict(float)
         for owner, name in PARTS:
-            setattr(owner, name, timed(seconds, name, getattr(owner, name)))
+            record = functools.partial(_add_seconds, seconds, name)
+            setattr(owner, name, timed(getattr(owner, name), record))
         typed = job.model_copy(update={"typed_tables": True})
         for round_number in range(1, args.rounds + 1):
             shutil.rmtree(warehouse / "typed", ignore_errors=True)
