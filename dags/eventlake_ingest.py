@@ -67,7 +67,7 @@ def eventlake_ingest() -> None:
         outlets=orchestration.ingest_outlets(_settings),
     )
     topics = orchestration.plan_task(orchestration.plan_topics, task_id="plan_topics")
-    orchestration.topic_tasks(topics, ingest)
+    orchestration.outcome_tasks(topics, ingest, task_id="topic")
     reconcile = orchestration.spark_submit_each(
         RECONCILE_JOB, rebuilds, task_id="reconcile", outlets=orchestration.state_assets(_settings)
     )

@@ -4,9 +4,12 @@
 Every 10 minutes, or when records arrive on the routes' source topics
 (`EVENTLAKE_REPUBLISH_SCHEDULE`: `schedule`, `events` or `both`, see
 docs/airflow-events.md), re-key and republish the configured routes: one `spark-submit` of
-`jobs/rekey_republish.py` per route (a mapped task), reading what the source topic
-holds and stopping. The Key Mapper puts the chosen attribute (by default the
-`partitionkey` extension) into the record key and never modifies the event.
+`jobs/republish_routes.py` sends them one after another in one Spark application
+(task `republish`), each reading what its source topic holds and stopping; a task per
+route (`route`, labelled `source>target`) shows its line, or fails alone with why the
+route was refused (a source topic Kafka does not have) while the others ran. The Key
+Mapper puts the chosen attribute (by default the `partitionkey` extension) into the
+record key and never modifies the event.
 
 * **Routes**: `EVENTLAKE_REPUBLISH_ROUTES` of the worker, a JSON list such as
   `[{"source": "orders.raw", "target": "orders", "key_mapper": "partitionkey",
@@ -30,7 +33,7 @@ from airflow.sdk import dag
 from eventlake import orchestration
 from eventlake.core.settings import load_settings
 
-REPUBLISH_JOB = orchestration.job_script(__file__, "rekey_republish.py")
+REPUBLISH_JOB = orchestration.job_script(__file__, "republish_routes.py")
 
 _settings = load_settings()
 _sources = [route.source for route in _settings.republish_routes]
@@ -47,11 +50,10 @@ CRON = "*/10 * * * *"
 def eventlake_republish() -> None:
     submits = orchestration.plan_task(orchestration.plan_republish)
     republish = orchestration.spark_submit_each(
-        REPUBLISH_JOB,
-        submits,
-        task_id="republish",
-        map_index_template="{{ task.application_args[1] }}>{{ task.application_args[3] }}",
+        REPUBLISH_JOB, submits, task_id="republish", report_outcomes=True
     )
+    routes = orchestration.plan_task(orchestration.plan_routes, task_id="plan_routes")
+    orchestration.outcome_tasks(routes, republish, task_id="route")
     orchestration.submit_unless_dry_run(REPUBLISH_JOB, submits) >> republish
 
 

@@ -1,5 +1,6 @@
-"""The republish DAG, run end to end with dag.test(): a configured route re-keys a topic
-on the real broker through real spark-submit; the target is read back with Spark."""
+"""The republish DAG, run end to end with dag.test(): its configured routes re-key a
+topic on the real broker through one real spark-submit; the targets are read back with
+Spark."""
 
 from __future__ import annotations
 
@@ -39,23 +40,43 @@ def _events(count: int) -> list[Record]:
     ]
 
 
-def test_run_rekeys_a_configured_route_by_partitionkey(
+def test_a_run_sends_its_routes_in_one_application_and_fails_a_refused_route_alone(
     broker: LocalBroker,
     spark: SparkSession,
     monkeypatch: pytest.MonkeyPatch,
     airflow_env: Settings,
     topic_name: str,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    target = f"{topic_name}.by-customer"
-    dag = _republish_dag(monkeypatch, [{"source": topic_name, "target": target}])
+    by_customer, missing, copied = (
+        f"{topic_name}.by-customer",
+        f"{topic_name}-typo",
+        f"{topic_name}.copy",
+    )
+    routes = [
+        {"source": topic_name, "target": by_customer},
+        {"source": missing, "target": f"{missing}.out"},
+        {"source": topic_name, "target": copied, "key_mapper": "keep"},
+    ]
+    dag = _republish_dag(monkeypatch, routes)
     produced = _events(6)
     create_topic(airflow_env, topic_name, partitions=2)
     produce_all(airflow_env, topic_name, produced)
 
     dag_run = dag.test()
 
-    assert str(dag_run.state) == "success", task_states(dag_run)
-    rows = read_topic(spark, airflow_env, target)
+    tis = dag_run.get_task_instances()
+    (republish,) = [ti for ti in tis if ti.task_id == "republish"]  # one spark-submit
+    assert str(republish.state) == "success"
+    per_route = {ti.rendered_map_index: str(ti.state) for ti in tis if ti.task_id == "route"}
+    assert per_route == {
+        f"{topic_name}>{by_customer}": "success",
+        f"{missing}>{missing}.out": "failed",
+        f"{topic_name}>{copied}": "success",
+    }
+    assert str(dag_run.state) == "failed"
+    assert f"Topic '{missing}' does not exist" in "".join(capfd.readouterr())
+    rows = read_topic(spark, airflow_env, by_customer)
     by_value = {bytes(row.value): row for row in rows}
     assert len(rows) == len(produced)
     for _, value, headers in produced:
@@ -64,6 +85,8 @@ def test_run_rekeys_a_configured_route_by_partitionkey(
         assert bytes(row.key) == partitionkey
         ce_headers = [(h.key, bytes(h.value)) for h in row.headers if h.key.startswith("ce_")]
         assert ce_headers == [h for h in headers if h[0].startswith("ce_")]
+    copies = read_topic(spark, airflow_env, copied)
+    assert sorted(bytes(r.key) for r in copies) == sorted(key for key, _, _ in produced)
 
 
 def test_unconfigured_route_fails_before_submitting(

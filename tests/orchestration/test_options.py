@@ -10,7 +10,6 @@ import pytest
 import typer.main
 
 from eventlake.cli import app
-from eventlake.core.settings import RepublishRoute
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.ingest import IngestParams
 from eventlake.orchestration.maintenance import MaintenanceParams
@@ -24,7 +23,6 @@ from eventlake.orchestration.options import (
     switch,
 )
 from eventlake.orchestration.quality import QualityParams
-from eventlake.orchestration.republish import route_application_args
 
 COMMANDS: Any = typer.main.get_command(app)
 
@@ -204,14 +202,9 @@ def test_each_flag_gives_the_job_its_options_value(command: str, params: Any) ->
         ("ingest", IngestParams(("a",)).application_args("a", state=True)),
         ("ingest", IngestParams(("a",), full_refresh=True).application_args("a")),
         ("reconcile", ["--topic", "a"]),
-        (
-            "republish",
-            route_application_args(
-                RepublishRoute(source="r", target="t", cleanup_policy="compact", partitions=3)
-            ),
-        ),
+        ("republish-routes", ["--route", "r>t", "--route", "r>u"]),
     ],
-    ids=["ingest-state", "ingest-full-refresh", "reconcile", "republish"],
+    ids=["ingest-state", "ingest-full-refresh", "reconcile", "republish-routes"],
 )
 def test_planned_arguments_parse_with_the_jobs_command(command: str, args: list[str]) -> None:
     assert _parse(command, args)

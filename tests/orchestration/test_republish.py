@@ -9,9 +9,10 @@ import pytest
 from eventlake.core.settings import RepublishRoute, Settings
 from eventlake.orchestration import OrchestrationError
 from eventlake.orchestration.republish import (
+    ROUTES_VARIABLE,
     RepublishParams,
     plan_republish,
-    route_application_args,
+    plan_routes,
 )
 
 ROUTES = [
@@ -20,23 +21,37 @@ ROUTES = [
 ]
 
 
-def test_route_maps_to_republish_arguments() -> None:
-    assert route_application_args(ROUTES[0]) == [
-        "--source", "raw", "--target", "orders", "--key-mapper", "partitionkey",
-        "--on-missing", "keep-key", "--to-mode", "keep", "--cleanup-policy", "compact",
-    ]  # fmt: skip
-
-
-def test_republish_plan_has_one_submit_per_configured_route(settings: Settings) -> None:
+def test_a_republish_run_is_one_submit_of_every_configured_route(settings: Settings) -> None:
     with_routes = settings.model_copy(update={"republish_routes": ROUTES})
-    plan = plan_republish({}, with_routes)
-    assert [submit["application_args"][3] for submit in plan] == ["orders", "audit"]
+
+    (submit,) = plan_republish({}, with_routes)
+
+    assert submit["application_args"] == ["--route", "raw>orders", "--route", "raw>audit"]
+
+
+def test_the_submit_carries_the_routes_options_the_job_reads_by_name(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventlake.core.settings import load_settings
+
+    with_routes = settings.model_copy(update={"republish_routes": ROUTES})
+    (submit,) = plan_republish({"routes": ["raw>audit"]}, with_routes)
+
+    monkeypatch.setenv(ROUTES_VARIABLE, submit["env_vars"][ROUTES_VARIABLE])
+    assert load_settings().republish_routes == [ROUTES[1]]
 
 
 def test_republish_routes_param_selects_routes(settings: Settings) -> None:
     with_routes = settings.model_copy(update={"republish_routes": ROUTES})
-    plan = plan_republish({"routes": ["raw>audit"]}, with_routes)
-    assert [submit["application_args"][3] for submit in plan] == ["audit"]
+    assert plan_routes({"routes": ["raw>audit"]}, with_routes) == ["raw>audit"]
+    assert plan_republish({"routes": ["raw>audit"]}, with_routes)[0]["application_args"] == [
+        "--route",
+        "raw>audit",
+    ]
+
+
+def test_no_route_configured_plans_no_submit(settings: Settings) -> None:
+    assert plan_republish({}, settings.model_copy(update={"republish_routes": []})) == []
 
 
 def test_unconfigured_route_is_refused() -> None:

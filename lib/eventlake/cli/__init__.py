@@ -3,9 +3,10 @@ maintain, demo, cluster.
 
 Every option falls back to the settings (``EVENTLAKE_*`` environment variables).
 The commands live by concern: ``jobs`` (ingest, reconcile, maintain, republish,
-check), ``reports`` (compaction-check, status, query), ``local`` (broker, airflow,
-samples, demo) and ``cluster`` (the local cluster); importing them here registers them
-on :data:`app`, and ``common`` holds what they share.
+check), ``routes`` (republish-routes), ``reports`` (compaction-check, status, query),
+``local`` (broker, airflow, samples, demo) and ``cluster`` (the local cluster);
+importing them here registers them on :data:`app`, and ``common`` holds what they
+share.
 
 Not here: what the commands do. Each parses its options, builds the library's request
 and calls the library (:mod:`eventlake.ingest`, :mod:`eventlake.republish`, ...); the
@@ -29,14 +30,14 @@ import typer
 from typer.main import get_command_name
 from typer.models import CommandInfo
 
-from eventlake.cli import catalog, cluster, jobs, local, reports
+from eventlake.cli import catalog, cluster, jobs, local, reports, routes
 from eventlake.cli.common import app, leave_without_collecting, prose
 from eventlake.core.errors import REFUSED_EXIT_CODE, Refused
 from eventlake.core.progress import lines_on_stdout
 from eventlake.core.settings import InvalidSettingError
 from eventlake.runs.stop_signals import stop_while_starting
 
-__all__ = ["app", "catalog", "cluster", "command", "jobs", "local", "main", "reports"]
+__all__ = ["app", "catalog", "cluster", "command", "jobs", "local", "main", "reports", "routes"]
 
 #: The order ``eventlake --help`` lists the commands in, whichever module holds them
 #: (the groups, cluster, broker and airflow, come after them).
@@ -52,6 +53,7 @@ COMMAND_ORDER: Final = (
     "catalog",
     "samples",
     "republish",
+    "republish-routes",
     "check",
     "demo",
     "class-archive",
@@ -60,8 +62,8 @@ COMMAND_ORDER: Final = (
 #: The commands that stop cleanly on SIGTERM or SIGINT (README: "a job stops cleanly"),
 #: from their start on (:func:`eventlake.runs.stop_signals.stop_while_starting`).
 STOPPABLE_COMMANDS: Final = frozenset(
-    {"ingest", "republish", "check", "reconcile", "maintain", "compaction-check", "query"}
-    | {"types", "views", "catalog"}
+    {"ingest", "republish", "republish-routes", "check", "reconcile", "maintain"}
+    | {"compaction-check", "query", "types", "views", "catalog"}
 )
 
 

@@ -21,8 +21,8 @@ The modules, one concern each:
 * ``connections``: a task's settings, the worker's with both connections in place;
 * ``dry_run``: the DAGs' short-circuit task that logs the commands and stops a dry run;
 * ``topics``: topic names in the DAGs' forms and offsets per topic;
-* ``topic_outcomes``: the ingest DAG's task per topic, showing what the run's one
-  spark-submit did with it;
+* ``outcome_tasks``: the ingest DAG's task per topic and the republish DAG's per route,
+  showing what the run's one spark-submit did with each;
 * ``assets``: the Delta tables as Airflow assets;
 * ``schedule``: a DAG's schedule from the settings: its cron, the arrival of records on
   its topics (an asset per topic, watched by ``arrivals``' trigger), or both;
@@ -85,12 +85,13 @@ from eventlake.orchestration.maintenance import (
     maintenance_params,
     plan_maintenance,
 )
+from eventlake.orchestration.outcome_tasks import outcome_tasks
 from eventlake.orchestration.quality import QualityParams, plan_quality, quality_params
 from eventlake.orchestration.republish import (
     RepublishParams,
     plan_republish,
+    plan_routes,
     republish_params,
-    route_application_args,
 )
 from eventlake.orchestration.schedule import dag_schedule, topic_asset
 from eventlake.orchestration.submit import (
@@ -102,7 +103,6 @@ from eventlake.orchestration.submit import (
     submit_jars,
     submit_kwargs,
 )
-from eventlake.orchestration.topic_outcomes import topic_tasks
 from eventlake.orchestration.topics import (
     check_topic,
     topic_offsets,
@@ -134,18 +134,19 @@ __all__ = [
     "job_script",
     "log_commands",
     "maintenance_params",
+    "outcome_tasks",
     "plan_ingest",
     "plan_maintenance",
     "plan_quality",
     "plan_reconcile",
     "plan_republish",
+    "plan_routes",
     "plan_task",
     "plan_topics",
     "quality_params",
     "read_kafka_connection",
     "rejects_asset",
     "republish_params",
-    "route_application_args",
     "spark_submit",
     "spark_submit_args",
     "spark_submit_each",
@@ -159,5 +160,4 @@ __all__ = [
     "task_settings",
     "topic_asset",
     "topic_offsets",
-    "topic_tasks",
 ]

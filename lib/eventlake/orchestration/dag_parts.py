@@ -8,7 +8,7 @@ and its task graph.
 
 Example, a DAG file in ``dags/`` (its doc the module's docstring)::
 
-    REPUBLISH_JOB = job_script(__file__, "rekey_republish.py")
+    REPUBLISH_JOB = job_script(__file__, "republish_routes.py")
 
     @dag(
         dag_id="eventlake_republish",
@@ -18,7 +18,10 @@ Example, a DAG file in ``dags/`` (its doc the module's docstring)::
     )
     def eventlake_republish() -> None:
         submits = plan_task(plan_republish)
-        republish = spark_submit_each(REPUBLISH_JOB, submits, task_id="republish")
+        republish = spark_submit_each(
+            REPUBLISH_JOB, submits, task_id="republish", report_outcomes=True
+        )
+        outcome_tasks(plan_task(plan_routes, task_id="plan_routes"), republish, task_id="route")
         submit_unless_dry_run(REPUBLISH_JOB, submits) >> republish
 """
 
@@ -171,9 +174,9 @@ class KafkaSparkSubmitOperator(SparkSubmitOperator):
         """Run spark-submit with the connections' credentials in its environment. A run
         the job refuses (:func:`job_refusal`) fails with the job's sentence: at once when
         the same arguments would be refused again, retried when a later run may pass.
-        With ``report_outcomes``, the job writes each topic's outcome to a file of this
+        With ``report_outcomes``, the job writes each topic's (or route's) outcome to a file of this
         task's (``--outcomes-file``; the driver runs here, in client mode), returned for
-        the tasks per topic (:mod:`eventlake.orchestration.topic_outcomes`)."""
+        the tasks per topic or route (:mod:`eventlake.orchestration.outcome_tasks`)."""
         if not self.report_outcomes:
             self._submit(context)
             return None

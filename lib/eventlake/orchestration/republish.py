@@ -1,5 +1,5 @@
-"""The republish DAG (``eventlake_republish``): its options, and one spark-submit per
-configured route (``EVENTLAKE_REPUBLISH_ROUTES``).
+"""The republish DAG (``eventlake_republish``): its options, and one spark-submit of the
+configured routes (``EVENTLAKE_REPUBLISH_ROUTES``) that a run sends.
 
 Example:
     >>> plan_republish({}, settings)
@@ -8,46 +8,22 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from airflow.sdk import Param
 
-from eventlake.core.settings import RepublishRoute, Settings
+from eventlake.core.settings import ENV_PREFIX, RepublishRoute, Settings
 from eventlake.orchestration.errors import OrchestrationError
 from eventlake.orchestration.options import dag_params, read_params, selection, switch
 from eventlake.orchestration.submit import submit_kwargs
 
+#: The variable the job reads the routes' options from.
+ROUTES_VARIABLE: Final = f"{ENV_PREFIX}REPUBLISH_ROUTES"
 #: A route name, ``source>target``, as JSON schema.
 _ROUTE_NAME_PATTERN: Final = r"^[A-Za-z0-9._-]+>[A-Za-z0-9._-]+$"
-
-
-def route_application_args(route: RepublishRoute) -> list[str]:
-    """Arguments of ``jobs/rekey_republish.py`` (= ``eventlake republish``) for a route.
-
-    Example:
-        >>> route_application_args(RepublishRoute(source="raw", target="orders"))
-        ['--source', 'raw', '--target', 'orders', '--key-mapper', 'partitionkey', \
-'--on-missing', 'keep-key', '--to-mode', 'keep']
-    """
-    args = [
-        "--source",
-        route.source,
-        "--target",
-        route.target,
-        "--key-mapper",
-        route.key_mapper,
-        "--on-missing",
-        route.on_missing,
-        "--to-mode",
-        route.to_mode,
-    ]
-    if route.cleanup_policy is not None:
-        args += ["--cleanup-policy", route.cleanup_policy]
-    if route.partitions is not None:
-        args += ["--partitions", str(route.partitions)]
-    return args
 
 
 @dataclass(frozen=True)
@@ -103,20 +79,39 @@ class RepublishParams:
 
 
 def plan_republish(params: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """Check the params; one spark-submit (args, conf, jars, env) per route.
+    """Check the params; the run's one spark-submit (args, conf, jars, env) of every
+    selected route, in one Spark application (``eventlake republish-routes``).
 
-    Each a :func:`~eventlake.orchestration.submit.submit_kwargs`; none when no route is
-    set up.
+    A :func:`~eventlake.orchestration.submit.submit_kwargs` with a ``--route`` per route
+    and the routes' options in its environment (``EVENTLAKE_REPUBLISH_ROUTES``, the
+    worker's); none when no route is set up.
 
     Example:
-        >>> plan_republish({}, settings)
-        []
+        >>> plan_republish({}, settings)[0]["application_args"]
+        ['--route', 'orders.raw>orders', '--route', 'orders.raw>audit']
+    """
+    routes = plan_routes(params, settings)
+    if not routes:
+        return []
+    chosen = [r for r in settings.republish_routes if r.name in routes]
+    submit = submit_kwargs(settings, [arg for name in routes for arg in ("--route", name)])
+    submit["env_vars"][ROUTES_VARIABLE] = json.dumps(
+        [route.model_dump(exclude_none=True) for route in chosen]
+    )
+    return [submit]
+
+
+def plan_routes(params: Mapping[str, Any], settings: Settings) -> list[str]:
+    """The names (``source>target``) of the routes a run of the republish DAG sends, in
+    configuration order: the DAG has a task per route, showing what its spark-submit did
+    with it.
+
+    Example:
+        >>> plan_routes({"routes": ["orders.raw>audit"]}, settings)
+        ['orders.raw>audit']
     """
     checked = RepublishParams.from_params(params, settings.republish_routes)
-    return [
-        submit_kwargs(settings, route_application_args(route))
-        for route in checked.selected(settings.republish_routes)
-    ]
+    return [route.name for route in checked.selected(settings.republish_routes)]
 
 
 def republish_params() -> dict[str, Param]:
