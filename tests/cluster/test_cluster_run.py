@@ -245,7 +245,7 @@ def test_dags_on_the_cluster_use_both_workers_and_equal_a_local_run(
             env,
             LOCAL_MASTER,
         ),
-        REPUBLISH: run_local("rekey_republish.py", plan_republish({}, local), env, LOCAL_MASTER),
+        REPUBLISH: run_local("republish_routes.py", plan_republish({}, local), env, LOCAL_MASTER),
         QUALITY_DAG: run_local("check_quality.py", [plan_quality({}, local)], env, LOCAL_MASTER),
     }
     figures["local_run_seconds"] = {k: round(v, 1) for k, v in local_seconds.items()}

@@ -31,7 +31,7 @@ def republish_routes(
         typer.Option(
             metavar="SOURCE>TARGET",
             help="A configured route to run, as source>target; repeat for several "
-            "(default: every route of EVENTLAKE_REPUBLISH_ROUTES)."
+            "(default: every route of EVENTLAKE_REPUBLISH_ROUTES).",
         ),
     ] = None,
     outcomes_file: Annotated[

@@ -81,14 +81,15 @@ class TopicLineage:
     def record(self, summary: IngestSummary) -> None:
         """Each run's row counts from ``summary``, and the outputs known only now."""
         settings = self.settings
+        enabled = [(topics, lineage) for topics, lineage in self.runs if lineage.enabled]
+        if not enabled:
+            return  # no lineage: not even the typed tables' listing
         events, rejects = (warehouse_dataset(settings, n) for n in (EVENTS, REJECTS))
         typed = [
             warehouse_dataset(settings, f"{TYPED_FOLDER}/{path.name}")
             for path in (typed_tables(settings).values() if settings.typed_tables else ())
         ]
-        for topics, lineage in self.runs:
-            if not lineage.enabled:
-                continue
+        for topics, lineage in enabled:
             if self.request.topic_pattern:
                 # The topics a pattern matched are known only now (one more metadata call).
                 matched = partition_counts(settings, pattern=self.request.topic_pattern)
