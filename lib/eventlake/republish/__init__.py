@@ -14,7 +14,9 @@ What lives here, one concern a module:
   in the sender's direction: the exact conversion between content modes, the Key
   Mapper's key, the header transforms and the routing trail;
 * :mod:`~eventlake.republish.run`: :func:`run_republish` (target topic, rejects table,
-  streaming and bounded runs) and its :class:`RepublishSummary`.
+  streaming and bounded runs) and its :class:`RepublishSummary`;
+* :mod:`~eventlake.republish.routes`: the configured routes run one after another in one
+  application (``eventlake republish-routes``, the republish DAG's run).
 
 What does not: the binding's rules (the JVM decoder in ``lib/jvm`` and
 :mod:`eventlake.binding.decode`), the warehouse tables (:mod:`eventlake.warehouse.tables`), the
