@@ -32,6 +32,7 @@ from eventlake.warehouse.schemas import (
 from eventlake.warehouse.tables import (
     CHECKPOINT_INTERVAL,
     append_rows,
+    create_missing_tables,
     ensure_table,
     ensure_tables,
     merge_source,
@@ -95,26 +96,27 @@ def test_existing_tables_with_every_column_are_left_without_a_delta_command(
     assert ensure_tables(spark, warehouse_settings) == set()
 
 
-def test_new_tables_are_created_without_a_delta_command_through_spark(
+def test_missing_tables_are_created_without_spark(
     spark: SparkSession, warehouse_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from delta.tables import DeltaTable
 
     def no_delta_command(*_: object) -> None:
-        raise AssertionError("ensure_tables ran a Delta command through Spark")
+        raise AssertionError("create_missing_tables ran a Delta command through Spark")
 
     monkeypatch.setattr(DeltaTable, "createIfNotExists", no_delta_command)
 
-    assert ensure_tables(spark, warehouse_settings) == {EVENTS, REJECTS}
+    assert create_missing_tables(warehouse_settings) == {EVENTS, REJECTS}
     assert table_schema(warehouse_settings.table_path(EVENTS)) == EVENTS_SCHEMA
     assert table_schema(warehouse_settings.table_path(REJECTS)) == REJECTS_SCHEMA
+    assert create_missing_tables(warehouse_settings) == set()
 
 
 def test_spark_appends_to_a_table_created_without_it_and_reads_the_rows_back(
     spark: SparkSession, warehouse_settings: Settings
 ) -> None:
     path = str(warehouse_settings.table_path(EVENTS))
-    ensure_tables(spark, warehouse_settings)
+    create_missing_tables(warehouse_settings)
     row = spark.createDataFrame([("e-1", "orders", 0, 7)], "id string, t string, p int, o long")
     rows = row.select(
         *[

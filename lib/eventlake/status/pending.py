@@ -19,12 +19,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from eventlake.core.locations import Location
 from eventlake.core.settings import Settings
 from eventlake.ingest.request import IngestRequest
-from eventlake.ledger.marks import INGEST, read_marks
+from eventlake.ledger.marks import INGEST, Marks, read_marks
 from eventlake.republish.request import RepublishRequest
 from eventlake.runs.lineage import lineage_configured
 from eventlake.runs.triggers import AVAILABLE_NOW
@@ -37,8 +38,9 @@ CHECK_TIMEOUT = 2.0
 
 def nothing_to_land(settings: Settings, request: IngestRequest) -> bool:
     """True when ingest's ledger (the events table's marks) holds every record of the
-    request's topics up to their ends. Without a catalog, the events and rejects tables
-    are created first where missing (delta-rs, no Spark), as a run would.
+    request's topics up to their ends. Topics that hold no record into a warehouse without
+    its tables: True once the check has made them (delta-rs, no Spark), as a run would;
+    not with a catalog (the run names them).
 
     Example:
         >>> nothing_to_land(settings, IngestRequest(topics=("orders",), state=True))
@@ -53,11 +55,12 @@ def nothing_to_land(settings: Settings, request: IngestRequest) -> bool:
         or lineage_configured()
     ):
         return False
-    if not settings.metastore_uri:
-        # A first run of an empty topic needs no Spark either: its tables are made here
-        # (milliseconds). With a catalog the run makes them, and names them there.
-        create_missing_tables(settings)
-    return landed_to_the_end(settings, settings.table_path(EVENTS), INGEST, request.topics)
+    # A first run of empty topics needs no Spark either: its tables are made here, in
+    # milliseconds. With a catalog the run makes them, and names them there.
+    make_tables = None if settings.metastore_uri else partial(create_missing_tables, settings)
+    return landed_to_the_end(
+        settings, settings.table_path(EVENTS), INGEST, request.topics, make_table=make_tables
+    )
 
 
 def nothing_to_send(settings: Settings, request: RepublishRequest) -> bool:
@@ -88,22 +91,40 @@ def landed_to_the_end(
     topics: Sequence[str],
     *,
     also_existing: Sequence[str] = (),
+    make_table: Callable[[], object] | None = None,
 ) -> bool:
     """True when the Delta table ``table`` exists and ``job``'s marks in it equal every
     partition's end offset of ``topics`` (a partition that holds no record needs none),
     and the topics and ``also_existing`` exist; False when Kafka does not answer in time.
+    Without the table: False, unless ``make_table`` is given and the topics hold no
+    record; then True once ``make_table()`` has made it.
 
     Example:
         >>> landed_to_the_end(settings, settings.table_path(EVENTS), INGEST, ["orders"])
         True
     """
+    exists = is_delta_table(table)
+    if not exists and make_table is None:
+        return False  # a first run creates the tables, even of an empty topic
+    marks = read_marks(table, job, topics)[1] if exists else {}
+    if not _every_record_marked(settings, marks, topics, also_existing):
+        return False
+    if not exists:
+        assert make_table is not None
+        make_table()
+        return is_delta_table(table)
+    return True
+
+
+def _every_record_marked(
+    settings: Settings, marks: Marks, topics: Sequence[str], also_existing: Sequence[str]
+) -> bool:
+    """Whether ``marks`` reach every partition's end of ``topics`` (an empty partition
+    needs none) and the topics and ``also_existing`` exist, asked of Kafka."""
     from confluent_kafka import KafkaException
 
     from eventlake.kafka.topics import missing_topics, topic_offsets
 
-    if not is_delta_table(table):
-        return False  # a first run creates the tables, even of an empty topic
-    _, marks = read_marks(table, job, topics)
     try:
         if missing_topics(settings, [*topics, *also_existing], timeout=CHECK_TIMEOUT):
             return False
