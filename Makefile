@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster trino test-trino cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 clean stop
+.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster trino test-trino cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 bench-peers clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench  - benchmarks at N=100k and 1M, streaming latency, queries at 5M, --dedup's cost, S3 against local, 20 topics in one run (results/)"
 	@echo "make bench-5m - N=1M and 5M; make bench-latency - streaming latency alone"
 	@echo "make bench-s3 - the warehouse on the local S3 server against a local folder (KDI=<binary>: and kafka-delta-ingest)"
+	@echo "make bench-peers KDI=<binary> - eventlake against kafka-delta-ingest and the plain PySpark job, 1M and 5M"
 	@echo "make stop   - stop the local Airflow, broker, metastore, Trino and S3 server"
 	@echo "make clean  - remove var/ (warehouse, broker data)"
 
@@ -173,6 +174,15 @@ bench: setup
 	$(PY) tests/benchmarks/landing_floor.py --records 1000000 --rounds 3
 	$(PY) tests/benchmarks/object_store_bench.py --records 1000000 --rounds 3 $(if $(KDI),--kdi $(KDI))
 	$(PY) tests/benchmarks/many_topics_bench.py --records 1000000 --topics 20 --rounds 3
+	$(if $(KDI),$(PY) tests/benchmarks/peer_bench.py --kdi $(KDI) --records 1000000 --rounds 3)
+
+# eventlake against kafka-delta-ingest (KDI=<binary>, a release build of its source with
+# --features s3) on the structured topic and the plain PySpark job on the mixed one, local
+# folder: 1,000,000 records in 3 interleaved rounds, then 5,000,000 in one.
+bench-peers: setup
+	@test -n "$(KDI)" || { echo "make bench-peers needs KDI=<kafka-delta-ingest binary>"; exit 2; }
+	$(PY) tests/benchmarks/peer_bench.py --kdi $(KDI) --records 1000000 --rounds 3
+	$(PY) tests/benchmarks/peer_bench.py --kdi $(KDI) --records 5000000 --rounds 1
 
 # The warehouse on the local S3 server against a local folder (ingest, ingest --state),
 # and with KDI=<kafka-delta-ingest binary built with --features s3> eventlake against
