@@ -80,5 +80,6 @@ def republish_routes(
         write_outcomes(outcomes_file, run.outcomes([r.name for r in routes]))
     elif run.refused:
         names = ", ".join(sorted(run.refused))
-        typer.echo(f"error: republish refused {names}; the other routes ran", err=True)
+        others = "; the other routes ran" if run.summaries or run.idle else ""
+        typer.echo(f"error: republish refused {names}{others}", err=True)
         raise typer.Exit(REFUSED_EXIT_CODE)

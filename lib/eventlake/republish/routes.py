@@ -20,13 +20,10 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from eventlake.core.errors import EventlakeError, Refused
-from eventlake.core.progress import progress_log
 from eventlake.core.settings import RepublishRoute, Settings
 from eventlake.republish.request import RepublishRequest
 from eventlake.republish.run import RepublishSummary, run_republish
 from eventlake.runs.outcomes import LANDED, REFUSED, TopicOutcome
-
-_log = progress_log(__name__)
 
 
 class UnknownRouteError(Refused):
@@ -124,10 +121,9 @@ def run_routes(
         try:
             summary = run_republish(spark, settings, route_request(route))
         except EventlakeError as error:
-            _log.warning(f"republish {route.name}: refused: {error}")
+            # Said once, in the run's lines (RoutesRun.lines), as each summary is.
             run.refused[route.name] = str(error)
             continue
-        _log.info(summary.line())
         run.summaries[route.name] = summary
         if summary.stopped_by:
             break
