@@ -28,6 +28,7 @@ from eventlake.warehouse.schemas import (
     EVENTS_SCHEMA,
     KAFKA_SOURCE_SCHEMA,
     REJECTS_SCHEMA,
+    parquet_column_paths,
 )
 from eventlake.warehouse.tables import (
     CHECKPOINT_INTERVAL,
@@ -129,6 +130,57 @@ def test_spark_appends_to_a_table_created_without_it_and_reads_the_rows_back(
 
     assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == ["e-1"]
     assert _checkpoint_interval(spark, path) == str(CHECKPOINT_INTERVAL)
+
+
+@pytest.mark.parametrize("created_by", ["delta", "delta-rs"])
+def test_entity_keys_are_written_without_a_parquet_dictionary(
+    spark: SparkSession, warehouse_settings: Settings, created_by: str
+) -> None:
+    path = str(warehouse_settings.table_path(EVENTS))
+    if created_by == "delta":
+        ensure_tables(spark, warehouse_settings)
+    else:
+        create_missing_tables(warehouse_settings)
+    keyed = spark.range(2000).select(
+        *[
+            (F.concat(F.lit("order-"), (F.col("id") % 500).cast("string")).cast("binary")).alias(
+                f.name
+            )
+            if f.name == "kafka_key"
+            else F.create_map(F.lit("partitionkey"), (F.col("id") % 500).cast("string")).alias(
+                f.name
+            )
+            if f.name == "extensions"
+            else F.lit("/shop").alias(f.name)
+            if f.name == "source"
+            else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in EVENTS_SCHEMA.fields
+        ]
+    )
+
+    keyed.coalesce(1).write.format("delta").mode("append").save(path)
+
+    encodings = _parquet_encodings(Path(path))
+    assert "PLAIN_DICTIONARY" not in encodings["kafka_key"]
+    assert "PLAIN_DICTIONARY" not in encodings["extensions.key_value.value"]
+    assert "PLAIN_DICTIONARY" in encodings["source"]
+
+
+def _parquet_encodings(table: Path) -> dict[str, tuple[str, ...]]:
+    import pyarrow.parquet as pq
+
+    (data_file,) = table.glob("*.parquet")
+    group = pq.ParquetFile(data_file).metadata.row_group(0)
+    return {
+        group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)
+    }
+
+
+def test_parquet_paths_name_a_maps_keys_and_values_as_parquet_does() -> None:
+    paths = parquet_column_paths(EVENTS_SCHEMA)
+
+    assert {"kafka_key", "extensions.key_value.key", "extensions.key_value.value"} <= paths
+    assert "extensions" not in paths
 
 
 def test_rejects_table_of_an_older_version_gains_the_rejected_by_column(

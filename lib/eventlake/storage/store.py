@@ -249,6 +249,9 @@ def create_delta_table(
         schema=Schema.from_json(schema_json),
         mode="ignore",
         configuration=dict(configuration),
+        # Properties delta-rs does not know (Parquet's per-column settings, which Delta
+        # hands to its Parquet writer) are kept as given.
+        raise_if_key_not_exists=False,
         storage_options=storage_options(location) or None,
         # delta-rs would otherwise retry a lost version 0 as version 1: a second
         # CREATE TABLE, with a table id of its own, over the winner's.

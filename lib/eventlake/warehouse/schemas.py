@@ -137,5 +137,38 @@ DQ_RESULTS_SCHEMA: Final = _columns(
 )
 
 
+#: Columns (Parquet paths) written without Parquet's dictionary encoding, where a table
+#: has them: an entity key repeats across a topic but has ~100,000 values, so Parquet
+#: keeps growing a dictionary per row group (its lookups for these two columns were 10%
+#: of an ingest's task time at 1M records, a JFR profile), where plain bytes and Snappy
+#: cost less. An ingest of 1M mixed events: 21.1 s against 21.75 s by medians of seven
+#: alternating processes (docs/benchmarks.md).
+PLAIN_ENCODED_COLUMNS: Final = ("kafka_key", "extensions.key_value.value")
+
+
+def parquet_column_paths(schema: StructType) -> set[str]:
+    """The Parquet paths of ``schema``'s leaf columns, as Parquet's per-column settings
+    name them (a map's values: ``<column>.key_value.value``).
+
+    Example:
+        >>> sorted(parquet_column_paths(_columns(("m", MapType(StringType(), StringType())))))
+        ['m.key_value.key', 'm.key_value.value']
+    """
+    paths: set[str] = set()
+
+    def walk(prefix: str, data_type: DataType) -> None:
+        if isinstance(data_type, StructType):
+            for child in data_type.fields:
+                walk(f"{prefix}.{child.name}" if prefix else child.name, child.dataType)
+        elif isinstance(data_type, MapType):
+            walk(f"{prefix}.key_value.key", data_type.keyType)
+            walk(f"{prefix}.key_value.value", data_type.valueType)
+        else:
+            paths.add(prefix)
+
+    walk("", schema)
+    return paths
+
+
 #: The warehouse tables that ingest creates, by name.
 INGEST_TABLES: Final = {EVENTS: EVENTS_SCHEMA, REJECTS: REJECTS_SCHEMA}

@@ -55,6 +55,8 @@ from eventlake.warehouse.names import (
 )
 from eventlake.warehouse.schemas import (
     INGEST_TABLES,
+    PLAIN_ENCODED_COLUMNS,
+    parquet_column_paths,
 )
 
 _log = logging.getLogger(__name__)
@@ -219,7 +221,7 @@ def ensure_table(
         # Nothing to create or add: no Delta command, whose first in a process loads
         # the table's snapshot through Spark (~1 s; a run with nothing new needs none).
         return
-    table_properties = _new_table_properties(change_data_feed, properties)
+    table_properties = _new_table_properties(schema, change_data_feed, properties)
 
     def ensure() -> None:
         try:
@@ -249,13 +251,33 @@ def ensure_table(
     )
 
 
+#: The table property that turns Parquet's dictionary off for one column: Delta hands a
+#: table's properties to the Parquet writer of every write (Spark's, Delta's own, the
+#: ledger's), whichever job writes.
+NO_DICTIONARY_PROPERTY: Final = "parquet.enable.dictionary#{column}"
+
+
 def _new_table_properties(
-    change_data_feed: bool, properties: Mapping[str, str] | None
+    schema: StructType, change_data_feed: bool, properties: Mapping[str, str] | None
 ) -> dict[str, str]:
-    """The table properties :func:`ensure_table` gives a table it creates."""
+    """The table properties :func:`ensure_table` gives a table of ``schema`` it creates:
+    the checkpoint interval, the Change Data Feed, Parquet's dictionary off for the
+    :data:`~eventlake.warehouse.schemas.PLAIN_ENCODED_COLUMNS` it has.
+
+    Example:
+        >>> properties = _new_table_properties(REJECTS_SCHEMA, False, None)
+        >>> properties["parquet.enable.dictionary#kafka_key"]
+        'false'
+    """
+    present = parquet_column_paths(schema)
     return {
         "delta.enableChangeDataFeed": str(change_data_feed).lower(),
         "delta.checkpointInterval": str(CHECKPOINT_INTERVAL),
+        **{
+            NO_DICTIONARY_PROPERTY.format(column=column): "false"
+            for column in PLAIN_ENCODED_COLUMNS
+            if column in present
+        },
         **(properties or {}),
     }
 
@@ -322,7 +344,7 @@ def create_missing_tables(settings: Settings) -> set[str]:
     created = set()
     for name, schema in INGEST_TABLES.items():
         path = settings.table_path(name)
-        properties = _new_table_properties(False, None)
+        properties = _new_table_properties(schema, False, None)
         if not is_delta_table(path) and _created_without_spark(str(path), schema, properties):
             created.add(name)
     return created
