@@ -27,7 +27,7 @@ from tests.helpers import binary_headers, produce_events, read_table, typed_once
 
 
 def _ingest_process(
-    settings: Settings, topic: str, batch: int, *options: str, typed: bool = False
+    settings: Settings, topic: str | tuple[str, ...], batch: int, *options: str, typed: bool = False
 ) -> subprocess.Popen[str]:
     env = dict(
         os.environ,
@@ -41,13 +41,18 @@ def _ingest_process(
         EVENTLAKE_TYPED_INTERVAL_SECONDS="0",
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "eventlake.cli", "ingest", "--topic", topic, *options],
+        [sys.executable, "-m", "eventlake.cli", "ingest", *_topic_options(topic), *options],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         start_new_session=True,  # the JVM is a child: kill the whole group
     )
+
+
+def _topic_options(topic: str | tuple[str, ...]) -> list[str]:
+    topics = (topic,) if isinstance(topic, str) else topic
+    return [option for name in topics for option in ("--topic", name)]
 
 
 def _kill_after_batches(
@@ -102,6 +107,39 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
     assert table.select("source", "id").distinct().count() == events
     assert read_table(spark, run_settings, "rejects").count() == 0
     assert typed_once(spark, run_settings) == {"t.test": events}
+
+
+def test_a_run_of_two_topics_killed_then_one_alone_then_both_lands_each_record_once(
+    broker: LocalBroker,
+    spark: SparkSession,
+    settings: Settings,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    """The killed run's checkpoint (of both topics) is behind the ledger once the first
+    topic has landed alone: the run of both starts where the ledger stands."""
+    run_settings = settings.model_copy(update={"warehouse": tmp_path / "warehouse"})
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    for topic in (first, second):
+        create_topic(run_settings, topic, partitions=2)
+        produce_events(run_settings, topic, 2_000, prefix=topic[-1])
+    rng = random.Random(2)
+
+    killed = _kill_after_batches(_ingest_process(run_settings, (first, second), 1_000), 1, rng)
+    for topics in ((first,), (first, second)):
+        process = _ingest_process(run_settings, topics, 1_000)
+        out, _ = process.communicate(timeout=900)
+        assert process.returncode == 0, out
+    assert any("done" in line for line in killed)
+
+    table = read_table(spark, run_settings, "events")
+    coordinates = table.select("kafka_topic", "kafka_partition", "kafka_offset")
+    assert coordinates.count() == coordinates.distinct().count() == 4_000
+    assert sorted(tuple(r) for r in table.groupBy("kafka_topic").count().collect()) == [
+        (first, 2_000),
+        (second, 2_000),
+    ]
+    assert read_table(spark, run_settings, "rejects").count() == 0
 
 
 def test_sigkill_twice_then_complete_with_dedup_lands_each_record_once_and_each_event_once(

@@ -1,8 +1,12 @@
 """A run of several topics in one Spark application, on the real broker: every topic
-lands exactly once with counts of its own, and a topic Kafka does not have is refused
-alone while the others land."""
+lands exactly once with counts of its own, a topic Kafka does not have is refused
+alone while the others land, and runs of several beside a stream of one of their topics
+and backfills of them all keep every record once."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 from pyspark.sql import SparkSession
@@ -11,9 +15,12 @@ from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka.clients import make_admin
 from eventlake.kafka.topics import create_topic
+from eventlake.ledger.marks import INGEST, read_marks
 from eventlake.local.broker import LocalBroker
 from eventlake.warehouse.names import EVENTS, REJECTS
-from tests.helpers import produce_events, read_table
+from tests.helpers import produce_events, read_table, typed_once
+
+COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
 
 def _per_topic(spark: SparkSession, settings: Settings, table: str) -> dict[str, int]:
@@ -67,6 +74,49 @@ def test_a_run_of_several_after_runs_of_one_topic_each_lands_only_what_they_did_
     events = read_table(spark, warehouse_settings, EVENTS)
     assert _per_topic(spark, warehouse_settings, EVENTS) == {first: 10, second: 6}
     assert events.select("kafka_topic", "kafka_partition", "kafka_offset").distinct().count() == 16
+
+
+def test_runs_of_several_beside_a_stream_of_one_of_them_and_backfills_land_each_record_once(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # The scheduled run of both topics, a backfill of both and a stream of the first share
+    # its leases and its typed tables (stepped after every batch of the stream).
+    settings = warehouse_settings.model_copy(
+        update={"typed_tables": True, "typed_interval_seconds": 0.0}
+    )
+    streamed, other = f"{topic_name}-s", f"{topic_name}-o"
+    create_topic(settings, streamed, partitions=2)
+    create_topic(settings, other)
+    stream = IngestRequest(
+        topics=(streamed,), trigger="processing-time=1 second", checkpoint_name="stream"
+    )
+    runner = threading.Thread(target=run_ingest, args=(spark, settings, stream))
+    runner.start()
+    valid = 0
+    try:
+        for round_ in range(3):
+            valid += produce_events(settings, streamed, 50, prefix=f"s{round_}", invalid_every=10)[
+                0
+            ]
+            valid += produce_events(settings, other, 30, prefix=f"o{round_}")[0]
+            run_ingest(spark, settings, IngestRequest(topics=(streamed, other)))
+            run_ingest(
+                spark, settings, IngestRequest(topics=(streamed, other), ending_offsets="latest")
+            )
+        deadline = time.monotonic() + 60
+        while sum(read_marks(settings.table_path(EVENTS), INGEST, [streamed])[1].values()) < 150:
+            assert time.monotonic() < deadline, "the stream did not catch up in 60 s"
+            time.sleep(0.5)
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        runner.join(timeout=60)
+    events = read_table(spark, settings, EVENTS).select(COORDINATES)
+    both = events.unionByName(read_table(spark, settings, REJECTS).select(COORDINATES))
+    assert both.count() == both.distinct().count() == 240
+    assert _per_topic(spark, settings, EVENTS) == {streamed: 135, other: 90}
+    assert _per_topic(spark, settings, REJECTS) == {streamed: 15}
+    assert typed_once(spark, settings) == {"t.test": valid} == {"t.test": 225}
 
 
 def test_a_run_of_topics_kafka_has_none_of_is_refused_whole(
