@@ -119,6 +119,26 @@ def test_runs_of_several_beside_a_stream_of_one_of_them_and_backfills_land_each_
     assert typed_once(spark, settings) == {"t.test": valid} == {"t.test": 225}
 
 
+def test_runs_of_topic_sets_whose_names_begin_alike_each_keep_a_checkpoint_of_their_own(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # Names too long for a checkpoint name whole: the run of all three, then of the two due.
+    topics = [f"{topic_name}-{'x' * 60}-{n}" for n in range(3)]
+    for topic in topics:
+        create_topic(warehouse_settings, topic)
+        produce_events(warehouse_settings, topic, 4, prefix=topic[-1])
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=tuple(topics)))
+    for topic in topics[:2]:
+        produce_events(warehouse_settings, topic, 3, prefix=f"again{topic[-1]}")
+
+    summary = run_ingest(spark, warehouse_settings, IngestRequest(topics=tuple(topics[:2])))
+
+    assert summary.by_topic == {topics[0]: [3, 0], topics[1]: [3, 0]}
+    assert _per_topic(spark, warehouse_settings, EVENTS) == dict(
+        zip(topics, [7, 7, 4], strict=True)
+    )
+
+
 def test_a_run_of_topics_kafka_has_none_of_is_refused_whole(
     broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
 ) -> None:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from eventlake.ledger.checkpoint import CheckpointBusyError, checkpoint_holder, hold_checkpoint
+from eventlake.ledger.checkpoint import (
+    DEFAULT_NAME_LIMIT,
+    CheckpointBusyError,
+    check_checkpoint_name,
+    checkpoint_holder,
+    default_checkpoint_name,
+    hold_checkpoint,
+)
 
 HOLDER = textwrap.dedent(
     """
@@ -87,3 +94,38 @@ def test_a_crash_while_claiming_leaves_no_half_identity(
         claim_checkpoint(tmp_path / "c", source="topics:a", targets=["/wh/events"])
 
     assert not (tmp_path / "c" / IDENTITY_FILE).exists()
+
+
+def test_two_topic_sets_alike_in_their_first_characters_get_checkpoints_of_their_own() -> None:
+    # The ingest DAG's run of the topics due: one run all ten, the next nine of them.
+    topics = [f"warehouse.events.topic-{n:02d}" for n in range(10)]
+    ten = default_checkpoint_name("ingest", "topics:" + ",".join(topics))
+    nine = default_checkpoint_name("ingest", "topics:" + ",".join(topics[:9]))
+
+    assert ten != nine
+    assert len(ten) == len(nine) == DEFAULT_NAME_LIMIT
+    assert ten.startswith("ingest-topics_warehouse.events.topic-00_warehouse.events.topic-01")
+    assert check_checkpoint_name(ten) == ten
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [("topics:a,b", "topics:a_b"), ("pattern:a.*", "pattern:a.+")],
+    ids=["several topics and one", "two patterns"],
+)
+def test_sources_whose_folder_names_would_be_one_get_checkpoints_of_their_own(
+    one: str, other: str
+) -> None:
+    assert default_checkpoint_name("ingest", one) != default_checkpoint_name("ingest", other)
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ("topics:demo.orders", "ingest-topics_demo.orders"),
+        ("pattern:clicks", "ingest-pattern_clicks"),
+    ],
+)
+def test_one_topic_or_a_pattern_of_folder_characters_keeps_its_name(source: str, name: str) -> None:
+    # The checkpoints of earlier versions: a stream goes on where its checkpoint is.
+    assert default_checkpoint_name("ingest", source) == name

@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -18,6 +17,7 @@ from eventlake.core.driver_work import DriverWork, ingest_driver_work
 from eventlake.core.errors import Refused
 from eventlake.core.settings import Settings
 from eventlake.kafka.connector_options import kafka_source_options
+from eventlake.ledger.checkpoint import default_checkpoint_name
 from eventlake.runs.outcomes import LANDED, REFUSED, TopicOutcome
 from eventlake.runs.request_checks import request_problem
 from eventlake.runs.summary import RunSummary
@@ -85,8 +85,7 @@ class IngestRequest:
         return "topics:" + ",".join(sorted(self.topics))
 
     def default_checkpoint_name(self) -> str:
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.source_description)
-        return f"ingest-{slug}"[:120]
+        return default_checkpoint_name("ingest", self.source_description)
 
 
 @dataclass

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -43,6 +44,36 @@ _CHECKPOINT_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _log = progress_log(__name__)
 #: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
 LOCK_SUFFIX = ".lock"
+
+
+#: The longest default checkpoint name (a run of many topics names them all).
+DEFAULT_NAME_LIMIT: Final = 120
+#: Characters of the source's SHA-256 a default name ends in when its text is not the
+#: source's own: cut to the limit, or several topics or a pattern in folder characters.
+_DIGEST_CHARACTERS: Final = 16
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_checkpoint_name(job: str, source: str) -> str:
+    """The checkpoint of ``job`` reading ``source`` (``topics:a,b`` or ``pattern:p``)
+    when a run names none: ``<job>-<source>`` in folder characters, at most
+    :data:`DEFAULT_NAME_LIMIT` long. Where that text could be another source's too (cut
+    to the limit, or characters replaced: ``topics:a,b`` and the topic ``a_b``), it ends
+    in a digest of the whole source, so two sources never share a checkpoint (the second
+    would be refused: :func:`claim_checkpoint`).
+
+    Example:
+        >>> default_checkpoint_name("ingest", "topics:orders")
+        'ingest-topics_orders'
+        >>> default_checkpoint_name("ingest", "topics:a,b")
+        'ingest-topics_a_b-13487269293e3280'
+    """
+    name = f"{job}-{_UNSAFE.sub('_', source)}"
+    _, _, named = source.partition(":")
+    if len(name) <= DEFAULT_NAME_LIMIT and not _UNSAFE.search(named):
+        return name
+    digest = hashlib.sha256(source.encode()).hexdigest()[:_DIGEST_CHARACTERS]
+    return f"{name[: DEFAULT_NAME_LIMIT - _DIGEST_CHARACTERS - 1]}-{digest}"
 
 
 class InvalidCheckpointNameError(Refused, ValueError):
