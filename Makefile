@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 EVENTLAKE := $(VENV)/bin/eventlake
 MVN := mvn -q -B -s infra/maven-settings.xml -f infra/pom.xml
 
-.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster trino test-trino cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 bench-peers clean stop
+.PHONY: help docs setup demo-setup class-archive system-packages venv venv-dev jars test-jvm demo demo-ui demo-s3 test lint test-faults test-cluster trino test-trino cluster-start cluster-stop cluster-status bench bench-5m bench-latency bench-s3 bench-peers kdi-binary clean stop
 
 help:
 	@echo "make demo   - set up; broker, sample stream, Airflow runs the DAGs; queries"
@@ -179,10 +179,14 @@ bench: setup
 # eventlake against kafka-delta-ingest (KDI=<binary>, a release build of its source with
 # --features s3) on the structured topic and the plain PySpark job on the mixed one, local
 # folder: 1,000,000 records in 3 interleaved rounds, then 5,000,000 in one.
-bench-peers: setup
-	@test -n "$(KDI)" || { echo "make bench-peers needs KDI=<kafka-delta-ingest binary>"; exit 2; }
+bench-peers: kdi-binary setup
 	$(PY) tests/benchmarks/peer_bench.py --kdi $(KDI) --records 1000000 --rounds 3
 	$(PY) tests/benchmarks/peer_bench.py --kdi $(KDI) --records 5000000 --rounds 1
+
+# Before set-up (minutes on a new machine): a missing or wrong KDI= is said at once.
+kdi-binary:
+	@test -n "$(KDI)" || { echo "make bench-peers needs KDI=<kafka-delta-ingest binary>"; exit 2; }
+	@test -x "$(KDI)" || { echo "KDI=$(KDI) is not an executable file: build kafka-delta-ingest (docs/benchmarks.md) and give its binary"; exit 2; }
 
 # The warehouse on the local S3 server against a local folder (ingest, ingest --state),
 # and with KDI=<kafka-delta-ingest binary built with --features s3> eventlake against
