@@ -22,7 +22,7 @@ from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.connector_options import spark_kafka_options
 from eventlake.kafka.topics import create_topic
 from eventlake.typed.names import typed_tables
-from eventlake.warehouse.names import EVENTS
+from eventlake.warehouse.names import EVENTS, REJECTS
 
 
 def binary_headers(
@@ -73,6 +73,19 @@ def produce_events(
 
 def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     return spark.read.format("delta").load(str(settings.table_path(name)))
+
+
+#: Where a record was in Kafka: what exactly once is counted by.
+COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+
+
+def landed_records(spark: SparkSession, settings: Settings) -> tuple[int, int]:
+    """(rows in events + rejects, distinct coordinates among them): equal when every
+    record read landed once."""
+    events = read_table(spark, settings, EVENTS).select(COORDINATES)
+    rejects = read_table(spark, settings, REJECTS).select(COORDINATES)
+    both = events.unionByName(rejects)
+    return both.count(), both.distinct().count()
 
 
 def append_small_files(spark: SparkSession, path: Path, files: int) -> None:

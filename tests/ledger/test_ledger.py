@@ -37,17 +37,12 @@ from eventlake.warehouse.delta_log import delta_rs_table, empty_at
 from eventlake.warehouse.names import EVENTS, REJECTS
 from eventlake.warehouse.schemas import EVENTS_SCHEMA
 from eventlake.warehouse.tables import ensure_tables
-from tests.helpers import delta_operations, produce_events, read_table, typed_once
-
-COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
-
-
-def _landed(spark: SparkSession, settings: Settings) -> tuple[int, int]:
-    """(rows in events + rejects, distinct coordinates among them)."""
-    events = read_table(spark, settings, EVENTS).select(COORDINATES)
-    rejects = read_table(spark, settings, REJECTS).select(COORDINATES)
-    both = events.unionByName(rejects)
-    return both.count(), both.distinct().count()
+from tests.helpers import (
+    delta_operations,
+    landed_records,
+    produce_events,
+    typed_once,
+)
 
 
 def test_the_delta_version_in_use_is_one_the_ledger_was_checked_with() -> None:
@@ -75,7 +70,7 @@ def test_backfill_then_scheduled_run_lands_each_record_once(
     )
     produce_events(warehouse_settings, topic_name, 200, prefix="c", invalid_every=50)
     last = run_ingest(spark, warehouse_settings, scheduled)
-    assert _landed(spark, warehouse_settings) == (1200, 1200)
+    assert landed_records(spark, warehouse_settings) == (1200, 1200)
     assert (backfill.records_read, last.records_read) == (400, 200)
     assert typed_once(spark, warehouse_settings) == {"t.test": 1176}  # 24 plain tombstones
 
@@ -91,7 +86,7 @@ def test_full_refresh_on_a_live_topic_adds_only_what_is_missing(
     assert run_ingest(spark, warehouse_settings, refresh).records_read == 30
     assert run_ingest(spark, warehouse_settings, refresh).records_read == 0
     run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,)))
-    assert _landed(spark, warehouse_settings) == (130, 130)
+    assert landed_records(spark, warehouse_settings) == (130, 130)
 
 
 def test_second_checkpoint_starts_where_the_tables_stand(
@@ -104,7 +99,7 @@ def test_second_checkpoint_starts_where_the_tables_stand(
     other = IngestRequest(topics=(topic_name,), checkpoint_name="second")
     assert run_ingest(spark, warehouse_settings, other).records_read == 20
     assert run_ingest(spark, warehouse_settings, IngestRequest(topics=(topic_name,))).events == 0
-    assert _landed(spark, warehouse_settings) == (100, 100)
+    assert landed_records(spark, warehouse_settings) == (100, 100)
 
 
 def test_lost_checkpoint_resumes_from_the_ledger(
@@ -118,7 +113,7 @@ def test_lost_checkpoint_resumes_from_the_ledger(
     produce_events(warehouse_settings, topic_name, 10, prefix="b")
     summary = run_ingest(spark, warehouse_settings, request)
     assert summary.records_read == 10
-    assert _landed(spark, warehouse_settings) == (60, 60)
+    assert landed_records(spark, warehouse_settings) == (60, 60)
 
 
 def test_checkpoint_ahead_of_the_tables_is_restarted_from_the_ledger(
@@ -132,7 +127,7 @@ def test_checkpoint_ahead_of_the_tables_is_restarted_from_the_ledger(
         shutil.rmtree(warehouse_settings.table_path(name))
     summary = run_ingest(spark, warehouse_settings, request)
     assert summary.records_read == 40
-    assert _landed(spark, warehouse_settings) == (40, 40)
+    assert landed_records(spark, warehouse_settings) == (40, 40)
 
 
 def test_stream_and_scheduled_runs_on_one_topic_stay_exactly_once(
@@ -167,7 +162,7 @@ def test_stream_and_scheduled_runs_on_one_topic_stay_exactly_once(
         for query in spark.streams.active:
             query.stop()
         runner.join(timeout=60)
-    assert _landed(spark, warehouse_settings) == (300, 300)
+    assert landed_records(spark, warehouse_settings) == (300, 300)
     assert typed_once(spark, warehouse_settings) == {"t.test": 300}
 
 

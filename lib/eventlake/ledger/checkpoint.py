@@ -39,8 +39,10 @@ from eventlake.storage.leases import LEASE_TTL_SECONDS, LeaseHeld, lease_at
 from eventlake.storage.store import any_name, make_folder, read_text, write_text
 
 IDENTITY_FILE = "eventlake-identity.json"
-#: What a checkpoint name may hold: one folder name, no path (as a Kafka topic name).
-_CHECKPOINT_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+#: The characters of a checkpoint name (as of a Kafka topic name).
+_FOLDER_CHARACTERS: Final = "A-Za-z0-9._-"
+#: What a checkpoint name may hold: one folder name, no path.
+_CHECKPOINT_NAME = re.compile(f"[{_FOLDER_CHARACTERS}]{{1,255}}")
 _log = progress_log(__name__)
 #: Beside the checkpoint folder (``<name>.lock``): inside, it would count as foreign data.
 LOCK_SUFFIX = ".lock"
@@ -51,7 +53,7 @@ DEFAULT_NAME_LIMIT: Final = 120
 #: Characters of the source's SHA-256 a default name ends in when its text is not the
 #: source's own: cut to the limit, or several topics or a pattern in folder characters.
 _DIGEST_CHARACTERS: Final = 16
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(f"[^{_FOLDER_CHARACTERS}]+")
 
 
 def default_checkpoint_name(job: str, source: str) -> str:
