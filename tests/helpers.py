@@ -22,7 +22,7 @@ from eventlake.kafka.clients import Record, produce_all
 from eventlake.kafka.connector_options import spark_kafka_options
 from eventlake.kafka.topics import create_topic
 from eventlake.typed.names import typed_tables
-from eventlake.warehouse.names import EVENTS, REJECTS
+from eventlake.warehouse.names import EVENTS, KAFKA_COORDINATES, REJECTS
 
 
 def binary_headers(
@@ -76,7 +76,8 @@ def read_table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
 
 
 #: Where a record was in Kafka: what exactly once is counted by.
-COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+#: A record's place in Kafka, as the tables name it (a list, as ``select`` takes it).
+COORDINATES = list(KAFKA_COORDINATES)
 
 
 def landed_records(spark: SparkSession, settings: Settings) -> tuple[int, int]:
@@ -236,7 +237,7 @@ def typed_once(spark: SparkSession, settings: Settings) -> dict[str, int]:
     counts = {}
     for event_type, path in typed_tables(settings).items():
         rows = spark.read.format("delta").load(str(path))
-        coordinates = rows.select("kafka_topic", "kafka_partition", "kafka_offset")
+        coordinates = rows.select(COORDINATES)
         expected = events.where(events.type == event_type).select(coordinates.columns)
         assert coordinates.count() == coordinates.distinct().count(), f"{event_type}: twice"
         assert coordinates.exceptAll(expected).count() == 0, f"{event_type}: not its events"

@@ -38,11 +38,10 @@ from eventlake.state.recorded_risk import recorded_compaction_risk
 from eventlake.state.table import record_compaction_risk
 from eventlake.warehouse.names import state_path
 from eventlake.warehouse.tables import ensure_tables
-from tests.helpers import binary_headers, produce_events, read_table
+from tests.helpers import COORDINATES, binary_headers, produce_events, read_table
 
 KEYS: Final = 8
 GATE_TIMEOUT_S: Final = 300.0
-COORDINATES: Final = ["kafka_topic", "kafka_partition", "kafka_offset"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from eventlake.local.s3_server import LocalS3Server
 from eventlake.local.samples import ProducedSamples, produce_samples
 from eventlake.storage.leases import lease_at
 from eventlake.storage.store import append_to_delta_table, open_delta_table
+from eventlake.typed.names import typed_tables
+from eventlake.warehouse.names import KAFKA_COORDINATES
 from tests.conftest import TEST_BUCKET
 
 #: Records per batch: each host lands the topic in several batches, taking turns.
@@ -106,17 +108,22 @@ def _host(name: str, root: Path, settings: Settings, warehouse: Location) -> Hos
         EVENTLAKE_MAX_OFFSETS_PER_TRIGGER=str(BATCH),
         EVENTLAKE_SHUFFLE_PARTITIONS="2",
         EVENTLAKE_DRIVER_MEMORY="1g",
+        EVENTLAKE_TYPED_TABLES="true",
     )
     return Host(name, folder, env, ("--checkpoint-name", name))
 
 
 @dataclass(frozen=True)
 class Landed:
-    """Two hosts' concurrent landings of one topic into one S3 warehouse."""
+    """Two hosts' concurrent landings of one topic (and one host's run of it with a
+    second topic) into one S3 warehouse, typed tables on."""
 
     warehouse: Location
     topic: str
-    produced: list[ProducedSamples]
+    #: Landed only by host b's run of both topics, beside host a's of ``topic`` alone.
+    other_topic: str
+    #: Per topic, what was produced to it.
+    produced: dict[str, list[ProducedSamples]]
     outputs: list[str]
     hosts: tuple[Host, Host]
 
@@ -140,46 +147,74 @@ def landed(
     warehouse = Location.of(f"s3a://{TEST_BUCKET}/{uuid.uuid4().hex[:12]}/warehouse")
     root = tmp_path_factory.mktemp("hosts")
     a, b = (_host(name, root, settings, warehouse) for name in ("host-a", "host-b"))
-    topic = f"s3-{uuid.uuid4().hex[:8]}"
-    produced = [produce_samples(settings, topic=topic, count=1500, seed=11)]
+    topic, other = (f"s3-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    produced = {
+        topic: [produce_samples(settings, topic=topic, count=1500, seed=11)],
+        other: [produce_samples(settings, topic=other, count=600, seed=13)],
+    }
     # Round 1: both hosts land the topic with its state table at once, each with a
-    # checkpoint of its own (one checkpoint takes one run: the second is refused).
+    # checkpoint of its own (one checkpoint takes one run: the second is refused); host
+    # b's run lands a second topic too, as a scheduled run of the topics due does.
     first = [
         a.start("ingest", "--topic", topic, "--state", *a.checkpoint),
-        b.start("ingest", "--topic", topic, "--state", *b.checkpoint),
+        b.start("ingest", "--topic", topic, "--topic", other, "--state", *b.checkpoint),
     ]
     outputs = [p.wait() for p in first]
     # Round 2: more records; the host that landed nothing in round 1 (the lease went to
     # the other for every batch) lands them while the other reconciles.
     runs = {run for run in _runs(warehouse)}
     lander, reconciler = (b, a) if "host-b" not in runs else (a, b)
-    produced.append(produce_samples(settings, topic=topic, count=700, seed=12))
+    produced[topic].append(produce_samples(settings, topic=topic, count=700, seed=12))
     second = [
         lander.start("ingest", "--topic", topic, "--state", *lander.checkpoint),
         reconciler.start("reconcile", "--topic", topic),
     ]
     outputs += [p.wait() for p in second]
-    return Landed(warehouse, topic, produced, outputs, (a, b))
+    return Landed(warehouse, topic, other, produced, outputs, (a, b))
 
 
-def _coordinates(landed: Landed, table: str) -> list[tuple[int, int]]:
-    return _coordinates_in(landed.warehouse, table)
-
-
-def _coordinates_in(warehouse: Location, table: str) -> list[tuple[int, int]]:
+def _coordinates_in(
+    warehouse: Location, table: str, topic: str | None = None
+) -> list[tuple[int, int]]:
+    """(partition, offset) of every row of ``table`` (of ``topic``'s records only)."""
     rows = open_delta_table(warehouse / table).to_pyarrow_table(
-        columns=["kafka_partition", "kafka_offset"]
+        columns=["kafka_topic", "kafka_partition", "kafka_offset"]
     )
-    return list(zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True))
+    topics, partitions, offsets = (rows.column(n).to_pylist() for n in range(3))
+    return [
+        (partition, offset)
+        for row_topic, partition, offset in zip(topics, partitions, offsets, strict=True)
+        if topic is None or row_topic == topic
+    ]
 
 
-def test_every_record_lands_once_from_two_hosts_at_once(landed: Landed) -> None:
-    events = _coordinates(landed, "events")
-    rejects = _coordinates(landed, "rejects")
+@pytest.mark.parametrize("which", ["topic", "other_topic"], ids=["both hosts", "one host"])
+def test_every_record_lands_once_from_two_hosts_at_once(landed: Landed, which: str) -> None:
+    topic = getattr(landed, which)
+    events = _coordinates_in(landed.warehouse, "events", topic)
+    rejects = _coordinates_in(landed.warehouse, "rejects", topic)
     both = Counter(events + rejects)
     assert [c for c, n in both.items() if n > 1] == []
-    assert len(both) == sum(p.valid + p.invalid for p in landed.produced)
-    assert len(events) == sum(p.valid for p in landed.produced)
+    assert len(both) == sum(p.valid + p.invalid for p in landed.produced[topic])
+    assert len(events) == sum(p.valid for p in landed.produced[topic])
+
+
+def test_each_typed_table_holds_its_types_events_once_after_both_hosts(
+    landed: Landed, settings: Settings
+) -> None:
+    events = open_delta_table(landed.warehouse / "events").to_pyarrow_table(
+        columns=["type", *KAFKA_COORDINATES]
+    )
+    expected = Counter(zip(*(events.column(n).to_pylist() for n in range(4)), strict=True))
+    typed: Counter[tuple[str, str, int, int]] = Counter()
+    tables = typed_tables(settings.model_copy(update={"warehouse": landed.warehouse}))
+    for event_type, path in tables.items():
+        rows = open_delta_table(path).to_pyarrow_table(columns=list(KAFKA_COORDINATES))
+        columns = (rows.column(n).to_pylist() for n in range(3))
+        typed.update((event_type, *place) for place in zip(*columns, strict=True))
+    assert len(tables) > 1
+    assert [place for place, n in typed.items() if n > 1] == []
+    assert typed == expected
 
 
 def _runs(warehouse: Location) -> Counter[str]:

@@ -23,7 +23,14 @@ from eventlake.kafka.clients import produce_all
 from eventlake.kafka.topics import create_topic
 from eventlake.local.broker import LocalBroker
 from eventlake.views.duplicates import DUPLICATE_EVENT
-from tests.helpers import binary_headers, produce_events, read_table, typed_once
+from tests.helpers import (
+    COORDINATES,
+    binary_headers,
+    landed_records,
+    produce_events,
+    read_table,
+    typed_once,
+)
 
 
 def _ingest_process(
@@ -101,9 +108,7 @@ def test_sigkill_twice_then_complete_gives_exactly_the_produced_events(
 
     table = read_table(spark, run_settings, "events")
     assert table.count() == produced == events
-    assert (
-        table.select("kafka_topic", "kafka_partition", "kafka_offset").distinct().count() == events
-    )
+    assert table.select(COORDINATES).distinct().count() == events
     assert table.select("source", "id").distinct().count() == events
     assert read_table(spark, run_settings, "rejects").count() == 0
     assert typed_once(spark, run_settings) == {"t.test": events}
@@ -133,7 +138,7 @@ def test_a_run_of_two_topics_killed_then_one_alone_then_both_lands_each_record_o
     assert any("done" in line for line in killed)
 
     table = read_table(spark, run_settings, "events")
-    coordinates = table.select("kafka_topic", "kafka_partition", "kafka_offset")
+    coordinates = table.select(COORDINATES)
     assert coordinates.count() == coordinates.distinct().count() == 4_000
     assert sorted(tuple(r) for r in table.groupBy("kafka_topic").count().collect()) == [
         (first, 2_000),
@@ -172,8 +177,6 @@ def test_sigkill_twice_then_complete_with_dedup_lands_each_record_once_and_each_
 
     events = read_table(spark, run_settings, "events")
     rejects = read_table(spark, run_settings, "rejects")
-    coordinates = ["kafka_topic", "kafka_partition", "kafka_offset"]
-    both = events.select(coordinates).unionByName(rejects.select(coordinates))
-    assert both.count() == both.distinct().count() == len(ids)
+    assert landed_records(spark, run_settings) == (len(ids), len(ids))
     assert events.count() == events.select("source", "id").distinct().count() == len(set(ids))
     assert [r[0] for r in rejects.select("reason").distinct().collect()] == [DUPLICATE_EVENT]

@@ -19,9 +19,7 @@ from eventlake.local.broker import LocalBroker
 from eventlake.state.reconcile import reconcile_state
 from eventlake.views.duplicates import DUPLICATE_EVENT
 from eventlake.warehouse.names import EVENTS, REJECTS, state_path
-from tests.helpers import binary_headers, read_table
-
-COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+from tests.helpers import COORDINATES, binary_headers, read_table
 
 
 def _event(event_id: str, *, source: str = "/tests") -> Record:

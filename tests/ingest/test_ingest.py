@@ -24,9 +24,13 @@ from eventlake.local.broker import LocalBroker
 from eventlake.warehouse.names import EVENTS, REJECTS
 from eventlake.warehouse.schemas import KAFKA_SOURCE_SCHEMA
 from eventlake.warehouse.tables import ensure_tables
-from tests.helpers import binary_headers, interrupted_spark_job, produce_events, read_table
-
-COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+from tests.helpers import (
+    COORDINATES,
+    binary_headers,
+    interrupted_spark_job,
+    produce_events,
+    read_table,
+)
 
 
 def test_every_record_lands_in_exactly_one_table(

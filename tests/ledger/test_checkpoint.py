@@ -17,6 +17,7 @@ from eventlake.ledger.checkpoint import (
     checkpoint_holder,
     default_checkpoint_name,
     hold_checkpoint,
+    route_checkpoint_name,
 )
 
 HOLDER = textwrap.dedent(
@@ -129,3 +130,25 @@ def test_sources_whose_folder_names_would_be_one_get_checkpoints_of_their_own(
 def test_one_topic_or_a_pattern_of_folder_characters_keeps_its_name(source: str, name: str) -> None:
     # The checkpoints of earlier versions: a stream goes on where its checkpoint is.
     assert default_checkpoint_name("ingest", source) == name
+
+
+def test_two_routes_whose_names_join_alike_get_checkpoints_of_their_own() -> None:
+    # "a-b" to "c" and "a" to "b-c" both read republish-a-b-c.
+    assert route_checkpoint_name("a-b", "c") != route_checkpoint_name("a", "b-c")
+
+
+def test_a_route_between_long_topic_names_gets_a_checkpoint_name_within_the_limit() -> None:
+    # Kafka allows 249 characters per topic: joined, two names pass a folder name's 255.
+    source, target = "s" * 249, "t" * 249
+    name = route_checkpoint_name(source, target)
+
+    assert len(name) == DEFAULT_NAME_LIMIT
+    assert check_checkpoint_name(name) == name
+    assert name != route_checkpoint_name(source, "t" * 248)
+
+
+def test_a_route_from_a_source_without_a_dash_keeps_its_name() -> None:
+    # The checkpoints of earlier versions: a stream goes on where its checkpoint is.
+    assert route_checkpoint_name("demo.orders", "orders-by-key") == (
+        "republish-demo.orders-orders-by-key"
+    )

@@ -333,7 +333,8 @@ def republish(
         str | None,
         typer.Option(
             help="Checkpoint folder under <warehouse>/_checkpoints "
-            "(default: republish-<source>-<target>)."
+            "(default: republish-<source>-<target>, ending in a digest of the route where "
+            "that name could be another route's: a '-' in the source, or over 120 characters)."
         ),
     ] = None,
     bootstrap_servers: BootstrapOption = None,

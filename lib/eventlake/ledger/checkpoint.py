@@ -74,6 +74,29 @@ def default_checkpoint_name(job: str, source: str) -> str:
     _, _, named = source.partition(":")
     if len(name) <= DEFAULT_NAME_LIMIT and not _UNSAFE.search(named):
         return name
+    return _with_digest(name, source)
+
+
+def route_checkpoint_name(source: str, target: str) -> str:
+    """The checkpoint of a republish route from the topic ``source`` to ``target`` when
+    a run names none: ``republish-<source>-<target>``, at most :data:`DEFAULT_NAME_LIMIT`
+    long. Where that text could be another route's too (a ``-`` in the source: ``a-b`` to
+    ``c`` and ``a`` to ``b-c``; or cut to the limit), it ends in a digest of the route.
+
+    Example:
+        >>> route_checkpoint_name("orders", "orders-by-customer")
+        'republish-orders-orders-by-customer'
+        >>> route_checkpoint_name("a-b", "c")
+        'republish-a-b-c-0cbe0cdbe236fb1c'
+    """
+    name = f"republish-{source}-{target}"
+    if len(name) <= DEFAULT_NAME_LIMIT and "-" not in source:
+        return name
+    return _with_digest(name, f"{source}>{target}")
+
+
+def _with_digest(name: str, source: str) -> str:
+    """``name`` cut to leave room for, and ending in, a digest of ``source``."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:_DIGEST_CHARACTERS]
     return f"{name[: DEFAULT_NAME_LIMIT - _DIGEST_CHARACTERS - 1]}-{digest}"
 

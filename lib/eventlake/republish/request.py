@@ -30,6 +30,7 @@ from eventlake.binding.decode import (
 )
 from eventlake.binding.encode import Hop
 from eventlake.core.errors import Refused
+from eventlake.ledger.checkpoint import route_checkpoint_name
 from eventlake.runs.request_checks import request_problem
 from eventlake.runs.triggers import AVAILABLE_NOW
 
@@ -199,7 +200,7 @@ class RepublishRequest(Hop):
         return self.key_attribute is not None or self.to_mode != KEEP
 
     def default_checkpoint_name(self) -> str:
-        return f"republish-{self.source}-{self.target}"
+        return route_checkpoint_name(self.source, self.target)
 
 
 def _check_attribute_name(name: str, option: str) -> None:
