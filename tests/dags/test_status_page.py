@@ -55,16 +55,16 @@ def test_a_row_per_topic_sums_its_partitions() -> None:
     assert row.quality.startswith("FAILED: 2 of 3 failed")
 
 
-def test_topics_landed_by_bounded_runs_alone_say_so_as_their_last_batch() -> None:
+def test_topics_landed_by_runs_without_a_checkpoint_alone_say_so_as_their_last_batch() -> None:
     report = _report()
-    report["checkpoints"][0] |= {"name": "bounded runs only", "bounded_runs_only": True}
+    report["checkpoints"][0] |= {"name": "runs without a checkpoint", "without_checkpoint": True}
     report["checkpoints"][0] |= {"last_batch": None, "held_by": None, "stream": False}
 
     (row,) = topic_rows(report)
 
     assert (row.landed, row.last_batch, row.held_by) == (
         "20 / 25",
-        "bounded runs only",
+        "no checkpoint",
         "not running",
     )
 

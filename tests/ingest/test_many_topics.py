@@ -15,8 +15,11 @@ from eventlake.core.settings import Settings
 from eventlake.ingest import IngestRequest, IngestSummary, run_ingest
 from eventlake.kafka.clients import make_admin
 from eventlake.kafka.topics import create_topic
+from eventlake.ledger.checkpoint import LOCK_SUFFIX
 from eventlake.ledger.marks import INGEST, read_marks
 from eventlake.local.broker import LocalBroker
+from eventlake.status.report import warehouse_status
+from eventlake.storage.store import names
 from eventlake.warehouse.names import EVENTS, REJECTS
 from tests.helpers import landed_records, produce_events, read_table, typed_once
 
@@ -110,6 +113,27 @@ def test_runs_of_several_beside_a_stream_of_one_of_them_and_backfills_land_each_
     assert _per_topic(spark, settings, EVENTS) == {streamed: 135, other: 90}
     assert _per_topic(spark, settings, REJECTS) == {streamed: 15}
     assert typed_once(spark, settings) == {"t.test": 225}
+
+
+def test_a_run_of_several_topics_leaves_no_checkpoint_and_the_next_lands_only_what_is_new(
+    broker: LocalBroker, spark: SparkSession, warehouse_settings: Settings, topic_name: str
+) -> None:
+    # The scheduled runs of the topics due: a set that changes from run to run.
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    for topic in (first, second):
+        create_topic(warehouse_settings, topic)
+        produce_events(warehouse_settings, topic, 5, prefix=topic[-1])
+    run_ingest(spark, warehouse_settings, IngestRequest(topics=(first, second)))
+    produce_events(warehouse_settings, first, 3, prefix="again")
+
+    summary = run_ingest(spark, warehouse_settings, IngestRequest(topics=(first, second)))
+
+    assert summary.by_topic == {first: [3, 0], second: [0, 0]}
+    assert landed_records(spark, warehouse_settings) == (13, 13)
+    # Only the lock beside it stays: a lock taken by two processes at once would need it.
+    assert [n for n in names(warehouse_settings.checkpoints) if not n.endswith(LOCK_SUFFIX)] == []
+    (entry,) = warehouse_status(warehouse_settings).checkpoints
+    assert entry.without_checkpoint and entry.listed_topics() == [first, second]
 
 
 def test_runs_of_topic_sets_whose_names_begin_alike_each_keep_a_checkpoint_of_their_own(

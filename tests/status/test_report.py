@@ -268,10 +268,12 @@ def test_a_topic_landed_by_bounded_runs_alone_is_reported_where_it_stands(
     report = warehouse_status(warehouse_settings, topics=(topic_name,))
 
     (entry,) = report.checkpoints
-    assert entry.bounded_runs_only and entry.job == "ingest"
+    assert entry.without_checkpoint and entry.job == "ingest"
     assert sum(p.current_offset or 0 for p in entry.positions) == 7
     assert sum(p.lag or 0 for p in entry.positions) == 0
-    assert report.render().startswith(f"bounded runs only [ingest, topics:{topic_name}]: no ")
+    assert report.render().startswith(
+        f"runs without a checkpoint [ingest, topics:{topic_name}]: no "
+    )
 
 
 def test_a_report_narrowed_to_a_topic_no_checkpoint_reads_says_so() -> None:

@@ -87,6 +87,21 @@ class IngestRequest:
     def default_checkpoint_name(self) -> str:
         return default_checkpoint_name("ingest", self.source_description)
 
+    @property
+    def keeps_checkpoint(self) -> bool:
+        """Whether the run's checkpoint outlives it. A run of several named topics to the
+        end of what Kafka has (available-now) on its default checkpoint keeps none: that
+        checkpoint is its topic set's, and the scheduled runs of the topics due, a set
+        that changes from run to run, would leave one per set. Its next run starts where
+        the ledger stands, as on any new checkpoint.
+
+        Example:
+            >>> IngestRequest(("a", "b")).keeps_checkpoint, IngestRequest(("a",)).keeps_checkpoint
+            (False, True)
+        """
+        several = len(self.topics) > 1
+        return not (several and self.trigger == AVAILABLE_NOW and self.checkpoint_name is None)
+
 
 @dataclass
 class IngestSummary(RunSummary):

@@ -153,7 +153,10 @@ def _run_streaming(
                 where, partitions, requested_starts(request.starting_offsets, partitions)
             )
             _log.info(f"ingest: starting from the ledger: {options['startingOffsets']}")
-        return _stream(spark, settings, request, ledger, claimed, options, run_started_ms)
+        summary = _stream(spark, settings, request, ledger, claimed, options, run_started_ms)
+        if not request.keeps_checkpoint:
+            claimed.discard()
+        return summary
 
 
 def _position(

@@ -201,8 +201,8 @@ def _topic_row(report: dict[str, Any], checkpoint: dict[str, Any], topic: str) -
 
 
 def _last_batch(checkpoint: dict[str, Any]) -> str:
-    if checkpoint.get("bounded_runs_only"):
-        return "bounded runs only"
+    if checkpoint.get("without_checkpoint"):
+        return "no checkpoint"
     if checkpoint["last_batch"] is None:
         return "none yet"
     return f"#{checkpoint['last_batch']} at {_short_time(checkpoint['last_batch_at'])}"

@@ -161,6 +161,16 @@ class ClaimedCheckpoint:
         remove_tree(self.spark_folder)
         return True
 
+    def discard(self) -> None:
+        """Remove the checkpoint, still held, once its run has ended: for a run whose next
+        one starts from the ledger anyway
+        (:attr:`eventlake.ingest.IngestRequest.keeps_checkpoint`).
+
+        Example:
+            >>> claimed.discard()
+        """
+        remove_tree(self.folder)
+
     def stream(
         self,
         spark: SparkSession,

@@ -1,6 +1,6 @@
 """Every checkpoint of the warehouse read without Spark: whose it is (job, topics), its
-last batch, whether a live stream holds it, and the topics landed by bounded runs
-alone.
+last batch, whether a live stream holds it, and the topics landed by runs that keep no
+checkpoint alone.
 
 Example:
     >>> [c.name for c in checkpoint_statuses(settings)]
@@ -27,8 +27,9 @@ from eventlake.warehouse.names import (
     EVENTS,
 )
 
-#: The report's entry for topics ingest landed that no checkpoint reads (bounded runs).
-BOUNDED_RUNS_ONLY: Final = "bounded runs only"
+#: The report's entry for topics ingest landed that no checkpoint reads: landed by runs
+#: that keep none (backfills, full refreshes, runs of several topics to the end).
+WITHOUT_CHECKPOINT: Final = "runs without a checkpoint"
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ class CheckpointStatus:
     seen_topics: tuple[str, ...] = ()
     #: What is wrong with the checkpoint's files, when something is (None: nothing).
     problem: str | None = None
-    #: Not a checkpoint: the topics ingest landed that no checkpoint reads, landed by
-    #: bounded runs alone (a backfill, a full refresh), named :data:`BOUNDED_RUNS_ONLY`.
-    bounded_runs_only: bool = False
+    #: Not a checkpoint: the topics ingest landed that no checkpoint reads, landed by runs
+    #: that keep none alone (:data:`WITHOUT_CHECKPOINT`, the entry's name).
+    without_checkpoint: bool = False
 
     @property
     def ledger_job(self) -> str:
@@ -86,7 +87,7 @@ class CheckpointStatus:
 
     @property
     def job(self) -> str:
-        if self.bounded_runs_only:
+        if self.without_checkpoint:
             return INGEST
         if self.holder and self.holder.get("job"):
             return str(self.holder["job"])
@@ -208,8 +209,9 @@ def landed_without_checkpoint(
     settings: Settings, statuses: list[CheckpointStatus], topics: tuple[str, ...]
 ) -> CheckpointStatus | None:
     """The topics ingest landed (the events table's marks) that no checkpoint reads,
-    as one entry: a backfill or a full refresh lands records without a checkpoint, and a
-    warehouse landed only that way has records all the same."""
+    as one entry: a backfill, a full refresh and a run of several topics to the end of
+    what Kafka has (:attr:`eventlake.ingest.IngestRequest.keeps_checkpoint`) leave no
+    checkpoint, and a topic landed only that way has records all the same."""
     candidates = [
         topic
         for topic in leased_topics(settings.warehouse)
@@ -222,12 +224,12 @@ def landed_without_checkpoint(
     if not landed:
         return None
     return CheckpointStatus(
-        name=BOUNDED_RUNS_ONLY,
+        name=WITHOUT_CHECKPOINT,
         source="topics:" + ",".join(landed),
         last_batch=None,
         last_batch_at=None,
         holder=None,
-        bounded_runs_only=True,
+        without_checkpoint=True,
     )
 
 

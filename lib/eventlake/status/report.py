@@ -1,17 +1,17 @@
 """Where every ingest and republish stands: ``eventlake status``.
 
-One entry per checkpoint under ``<warehouse>/_checkpoints`` (each streaming or scheduled
-run of ingest or republish keeps one): per topic and partition, the current offset
-(what has landed, from the ledger in the tables, :mod:`eventlake.ledger.marks`: for ingest
-the events table's marks, for republish what it sent to its target), where the state
-table stands for a topic that has one, Kafka's log end offset, the lag between the two,
-when the checkpoint's last batch was committed, and whether a process holds it now (a
-running stream, with its pid and host); topics ingest landed that no checkpoint reads
-(bounded runs alone landed them) as one more entry. State tables report a compaction risk recorded
-with them (see :mod:`eventlake.state.compaction_risk`), and each topic's last data-quality verdict
-(from ``dq_results``, :mod:`eventlake.status.dq_verdicts`). Reads the Delta logs with delta-rs
-and asks Kafka; no Spark. The Airflow page (:mod:`eventlake.orchestration.airflow_plugin`) shows
-this
+One entry per checkpoint under ``<warehouse>/_checkpoints`` (each stream, and each run of
+ingest or republish that keeps one): per topic and partition, the current offset (what
+has landed, from the ledger in the tables, :mod:`eventlake.ledger.marks`: for ingest the
+events table's marks, for republish what it sent to its target), where the state table
+stands for a topic that has one, Kafka's log end offset, the lag between the two, when
+the checkpoint's last batch was committed, and whether a process holds it now (a running
+stream, with its pid and host); topics ingest landed that no checkpoint reads (runs that
+keep no checkpoint alone landed them) as one more entry. State tables report a
+compaction risk recorded with them (see :mod:`eventlake.state.compaction_risk`), and
+each topic's last data-quality verdict (from ``dq_results``,
+:mod:`eventlake.status.dq_verdicts`). Reads the Delta logs with delta-rs and asks Kafka;
+no Spark. The Airflow page (:mod:`eventlake.orchestration.airflow_plugin`) shows this
 same report.
 
 Example:
@@ -133,7 +133,7 @@ class WarehouseStatus:
                     "held_by": s.holder,
                     "stream": s.is_stream,
                     "problem": s.problem,
-                    "bounded_runs_only": s.bounded_runs_only,
+                    "without_checkpoint": s.without_checkpoint,
                     "partitions": [
                         {
                             "topic": p.topic,
@@ -281,10 +281,11 @@ def _with_positions(
 
 
 def _heading(status: CheckpointStatus, now: datetime) -> str:
-    if status.bounded_runs_only:
+    if status.without_checkpoint:
         return (
             f"{status.name} [{status.job}, {status.source}]: no checkpoint reads these "
-            "topics; what landed came from bounded runs (backfills, full refreshes)"
+            "topics; what landed came from runs that keep none (backfills, full refreshes, "
+            "runs of several topics)"
         )
     if status.holder is None:
         running = "not running"
